@@ -1,8 +1,29 @@
 package sampler
 
-// STUB: signatures fixed; the bodies are being written.
+import (
+	"errors"
+	"fmt"
+)
 
-// Distributed plans each rank's share of every epoch.
+// MaxN is the largest dataset size a Distributed accepts. It keeps every
+// padded total (< 2N) inside int64.
+const MaxN = 1 << 62
+
+// Configuration errors. Validate wraps each problem it finds in one of these
+// and joins them, so callers test with errors.Is.
+var (
+	ErrEmptyDataset = errors.New("sampler: empty dataset")
+	ErrSize         = errors.New("sampler: dataset size out of range")
+	ErrWorld        = errors.New("sampler: world size below 1")
+	ErrRank         = errors.New("sampler: rank out of range")
+)
+
+// Distributed plans each rank's share of every epoch, with the index
+// arithmetic of PyTorch's DistributedSampler. Epoch e's order is a keyed
+// permutation of [0, N) (key EpochKey(Seed, e)) when Shuffle is set, the
+// identity otherwise. Without DropLast the order is padded by wrapping
+// around to TotalSize; with it, it is cut to TotalSize. Rank r takes the
+// positions r, r+World, r+2·World, … of that list.
 type Distributed struct {
 	N        int64
 	Rank     int
@@ -12,26 +33,164 @@ type Distributed struct {
 	DropLast bool
 }
 
-// Validate reports every problem with d at once.
-func (d Distributed) Validate() error { panic("stub") }
+// Validate reports every problem with d at once. DropLast with N < World is
+// allowed and gives every rank zero samples, as in PyTorch.
+func (d Distributed) Validate() error {
+	var errs []error
+	switch {
+	case d.N == 0:
+		errs = append(errs, ErrEmptyDataset)
+	case d.N < 0 || d.N > MaxN:
+		errs = append(errs, fmt.Errorf("%w: N=%d, want 1..2^62", ErrSize, d.N))
+	}
+	if d.World < 1 {
+		errs = append(errs, fmt.Errorf("%w: world=%d", ErrWorld, d.World))
+	}
+	if d.Rank < 0 || (d.World >= 1 && d.Rank >= d.World) {
+		errs = append(errs, fmt.Errorf("%w: rank=%d, world=%d", ErrRank, d.Rank, d.World))
+	}
+	return errors.Join(errs...)
+}
 
-// NumSamples returns how many positions each rank gets per epoch.
-func (d Distributed) NumSamples() int64 { panic("stub") }
+func (d Distributed) valid() bool {
+	return d.N > 0 && d.N <= MaxN && d.World >= 1 && d.Rank >= 0 && d.Rank < d.World
+}
 
-// Epoch returns the rank's plan for epoch e.
-func (d Distributed) Epoch(e int64) Epoch { panic("stub") }
+// NumSamples returns how many positions each rank gets per epoch:
+// ⌊N/World⌋ with DropLast, ⌈N/World⌉ without. It is 0 when d is invalid.
+func (d Distributed) NumSamples() int64 {
+	if !d.valid() {
+		return 0
+	}
+	w := int64(d.World)
+	q := d.N / w
+	if !d.DropLast && d.N%w != 0 {
+		q++
+	}
+	return q
+}
 
-// Epoch is one rank's plan for one epoch.
-type Epoch struct{}
+// TotalSize returns NumSamples()·World, the length of the padded or
+// truncated epoch list that the ranks share.
+func (d Distributed) TotalSize() int64 { return d.NumSamples() * int64(d.World) }
+
+// Padding returns how many positions repeat an earlier index of the epoch
+// order (0 with DropLast): the first Padding() entries of the order appear
+// twice across the ranks (more often when Padding() > N).
+func (d Distributed) Padding() int64 {
+	if d.DropLast || !d.valid() {
+		return 0
+	}
+	return d.TotalSize() - d.N
+}
+
+// Dropped returns how many indices of each epoch no rank sees (DropLast
+// only; at most World-1): the last Dropped() entries of the epoch order.
+func (d Distributed) Dropped() int64 {
+	if !d.DropLast || !d.valid() {
+		return 0
+	}
+	return d.N - d.TotalSize()
+}
+
+// Epoch returns the rank's plan for epoch e. An invalid d gives an empty
+// plan; call Validate first.
+func (d Distributed) Epoch(e int64) Epoch {
+	if !d.valid() {
+		return Epoch{}
+	}
+	ep := Epoch{
+		n:       uint64(d.N),
+		rank:    uint64(d.Rank),
+		world:   uint64(d.World),
+		len:     d.NumSamples(),
+		shuffle: d.Shuffle,
+	}
+	if d.Shuffle {
+		ep.perm = NewPerm(d.N, EpochKey(d.Seed, e))
+	}
+	return ep
+}
+
+// Epoch is one rank's plan for one epoch: an immutable value that computes
+// each position's dataset index on demand.
+type Epoch struct {
+	perm    Perm
+	n       uint64
+	rank    uint64
+	world   uint64
+	len     int64
+	shuffle bool
+}
 
 // Len returns the number of positions.
-func (e Epoch) Len() int64 { panic("stub") }
+func (e Epoch) Len() int64 { return e.len }
 
-// At returns the dataset index at rank-local position pos.
-func (e Epoch) At(pos int64) int64 { panic("stub") }
+// At returns the dataset index at rank-local position pos, or -1 when pos is
+// outside [0, Len()). Position p is global position g = Rank + p·World of
+// the padded list, whose entry is order[g mod N].
+func (e Epoch) At(pos int64) int64 {
+	if pos < 0 || pos >= e.len {
+		return -1
+	}
+	g := e.rank + uint64(pos)*e.world
+	if g >= e.n {
+		g %= e.n
+	}
+	return e.index(g)
+}
 
-// Position is a resume point: batch Batch of epoch Epoch.
-type Position struct{ Epoch, Batch int64 }
+func (e Epoch) index(g uint64) int64 {
+	if e.shuffle {
+		return e.perm.At(int64(g))
+	}
+	return int64(g)
+}
 
-// Batches returns the number of batches of size bs per epoch for n positions.
-func Batches(n int64, bs int, dropLast bool) int64 { panic("stub") }
+// Fill writes the indices of positions start, start+1, … into dst and
+// returns the filled prefix: min(len(dst), Len()-start) entries, none when
+// start is outside [0, Len()). It allocates nothing.
+func (e Epoch) Fill(dst []int64, start int64) []int64 {
+	if start < 0 || start >= e.len {
+		return dst[:0]
+	}
+	k := min(int64(len(dst)), e.len-start)
+	dst = dst[:k]
+	g := e.rank + uint64(start)*e.world
+	if g >= e.n {
+		g %= e.n
+	}
+	if !e.shuffle {
+		for i := range dst {
+			dst[i] = int64(g)
+			g = e.step(g)
+		}
+		return dst
+	}
+	var x [4]uint64
+	i := 0
+	for ; i+4 <= len(dst); i += 4 {
+		for j := range x {
+			x[j] = g
+			g = e.step(g)
+		}
+		e.perm.at4(&x)
+		for j, v := range x {
+			dst[i+j] = int64(v)
+		}
+	}
+	for ; i < len(dst); i++ {
+		dst[i] = e.perm.At(int64(g))
+		g = e.step(g)
+	}
+	return dst
+}
+
+// step advances global position g by one rank-local position, wrapping.
+func (e Epoch) step(g uint64) uint64 {
+	g += e.world
+	if g >= e.n {
+		g %= e.n
+	}
+	return g
+}
