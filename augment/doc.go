@@ -1,0 +1,57 @@
+// Package augment implements loaderd's per-sample image transforms: a
+// chain of declared ops folded once into a Pipeline and run as one fused
+// kernel that reads a uint8 image and writes the trainer's tensor.
+//
+// # Ops
+//
+// The ops mirror torchvision's classic CIFAR training transform,
+// RandomCrop(32, padding=4), RandomHorizontalFlip(), ToTensor(),
+// Normalize(mean, std):
+//
+//   - RandomCrop pads the uint8 image with a fill pixel value and cuts a
+//     Size×Size window whose corner is uniform over every valid position.
+//   - RandomHorizontalFlip mirrors with probability P.
+//   - ToTensor makes float32 x/255 in CHW.
+//   - Normalize computes (x − mean)/std per channel.
+//   - Output picks the stored dtype (u8, f32, f16, bf16) and layout (CHW,
+//     HWC). Values are computed in float32, exactly as torchvision rounds
+//     each step, and rounded once to the output dtype (to nearest even for
+//     f16 and bf16). U8 output keeps raw pixel values.
+//
+// Each op declares its effect through OutSpec; NewPipeline folds the chain
+// over the input Spec, rejects chains it cannot run (an *OpError naming the
+// op) and keeps the result as Out(). CIFARTrain builds the classic chain;
+// ParseOps and FormatOps read and write the compact text form used on
+// command lines and in the wire protocol, such as
+// "crop=32:4,flip=0.5,normalize=cifar10,out=f32:chw".
+//
+// # Randomness
+//
+// Params (crop corner, flip) are data: Draw derives them from (seed, epoch,
+// dataset index) with a counter-based generator (splitmix64 finalisers over
+// the key, Lemire's unbiased bounded integers), so any worker, in any order,
+// after any restart, draws the same params for a sample.
+//
+// # The fused kernel
+//
+// Apply writes pad, crop, flip, scale, normalisation, layout change and
+// dtype conversion in one pass, DALI crop_mirror_normalize style. Every
+// value op is per channel and per pixel, so the whole value chain is a
+// 256-entry table per channel, built at NewPipeline, holding the output
+// element's bits; padding is the fill value through the same table. The
+// geometry is a rectangle of in-image segments surrounded by fill runs,
+// worked out once per call, and each layout pair (CHW→CHW, HWC→CHW,
+// CHW→HWC, HWC→HWC; forwards or mirrored) has its own loop nest. Input is
+// read in place in either layout (CIFAR records are CHW, decoders give
+// HWC). Multi-byte output is little-endian; dst aligned to the element size
+// takes the fast path. Apply allocates nothing.
+//
+// Reference computes the same result by composing one plain function per
+// op; the tests hold the kernel to it byte for byte.
+//
+// # Concurrency
+//
+// A Pipeline is immutable after NewPipeline: Draw, Apply, Reference and
+// the accessors are safe for concurrent use (Apply with distinct dst). Op
+// values are plain data; NewPipeline copies their slices.
+package augment

@@ -1,0 +1,206 @@
+package augment
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// ParseOps reads the compact text form of a chain of ops, used on command
+// lines and in the wire protocol:
+//
+//	ops       = [ op { "," op } ]
+//	op        = "crop=" SIZE [ ":" PADDING [ ":" FILL ] ]   RandomCrop; FILL is V or V/V/V (0..255)
+//	          | "flip" [ "=" P ]                            RandomHorizontalFlip, P defaults to 0.5
+//	          | "totensor"                                  ToTensor
+//	          | "normalize=" STATS                          Normalize
+//	          | "out=" PART [ ":" PART ]                    Output; a PART is a dtype or a layout
+//	STATS     = "cifar10" | "imagenet" | M{/M} ":" S{/S}    one value, or one per channel
+//
+// Names are case-insensitive and blanks around items are ignored; the empty
+// string is the empty chain. As in torchvision recipes, where ToTensor and
+// Normalize always go together, a normalize on a still-u8 chain implies a
+// totensor before it; FormatOps writes that shorthand back, so
+// ParseOps(FormatOps(ops)) returns ops. CIFARTrain(F32, CHW) is
+// "crop=32:4,flip=0.5,normalize=cifar10,out=f32:chw".
+//
+// ParseOps checks syntax only; NewPipeline checks that the chain fits an
+// image. Errors match ErrSyntax.
+func ParseOps(s string) ([]Op, error) {
+	var ops []Op
+	if strings.TrimSpace(s) == "" {
+		return nil, nil
+	}
+	isFloat := false
+	for _, item := range strings.Split(s, ",") {
+		item = strings.TrimSpace(item)
+		name, arg, hasArg := strings.Cut(item, "=")
+		name = strings.ToLower(strings.TrimSpace(name))
+		arg = strings.TrimSpace(arg)
+		if hasArg && arg == "" {
+			return nil, syntaxError(item, "missing value after '='")
+		}
+		var op Op
+		var err error
+		switch name {
+		case "crop":
+			op, err = parseCrop(arg)
+		case "flip":
+			op, err = parseFlip(arg, hasArg)
+		case "totensor":
+			if hasArg {
+				return nil, syntaxError(item, "totensor takes no value")
+			}
+			op, isFloat = ToTensor{}, true
+		case "normalize":
+			op, err = parseNormalize(arg)
+			if err == nil && !isFloat {
+				ops, isFloat = append(ops, ToTensor{}), true
+			}
+		case "out":
+			var o Output
+			o, err = parseOutput(arg)
+			if o.DType != 0 {
+				isFloat = o.DType.IsFloat()
+			}
+			op = o
+		case "":
+			return nil, syntaxError(item, "empty op")
+		default:
+			return nil, syntaxError(item, "unknown op (want crop, flip, totensor, normalize or out)")
+		}
+		if err != nil {
+			return nil, syntaxError(item, err.Error())
+		}
+		ops = append(ops, op)
+	}
+	return ops, nil
+}
+
+func syntaxError(item, reason string) error {
+	return errorf(ErrSyntax, "augment: parse %q: %s", item, reason)
+}
+
+func parseCrop(arg string) (Op, error) {
+	parts := strings.Split(arg, ":")
+	if arg == "" || len(parts) > 3 {
+		return nil, fmt.Errorf("want crop=SIZE[:PADDING[:FILL]]")
+	}
+	var o RandomCrop
+	var err error
+	if o.Size, err = strconv.Atoi(parts[0]); err != nil {
+		return nil, fmt.Errorf("bad size %q", parts[0])
+	}
+	if len(parts) > 1 {
+		if o.Padding, err = strconv.Atoi(parts[1]); err != nil {
+			return nil, fmt.Errorf("bad padding %q", parts[1])
+		}
+	}
+	if len(parts) > 2 {
+		for _, f := range strings.Split(parts[2], "/") {
+			v, err := strconv.ParseUint(f, 10, 8)
+			if err != nil {
+				return nil, fmt.Errorf("bad fill %q (want 0..255)", f)
+			}
+			o.Fill = append(o.Fill, uint8(v))
+		}
+	}
+	return o, nil
+}
+
+func parseFlip(arg string, hasArg bool) (Op, error) {
+	if !hasArg {
+		return RandomHorizontalFlip{P: 0.5}, nil
+	}
+	p, err := strconv.ParseFloat(arg, 64)
+	if err != nil {
+		return nil, fmt.Errorf("bad probability %q", arg)
+	}
+	return RandomHorizontalFlip{P: p}, nil
+}
+
+func parseNormalize(arg string) (Op, error) {
+	switch strings.ToLower(arg) {
+	case "cifar10":
+		return Normalize{Mean: CIFAR10Mean, Std: CIFAR10Std}, nil
+	case "imagenet":
+		return Normalize{Mean: ImageNetMean, Std: ImageNetStd}, nil
+	}
+	m, s, ok := strings.Cut(arg, ":")
+	if !ok {
+		return nil, fmt.Errorf("want normalize=cifar10, imagenet or MEAN[/MEAN/MEAN]:STD[/STD/STD]")
+	}
+	mean, err := parseFloats(m)
+	if err != nil {
+		return nil, err
+	}
+	std, err := parseFloats(s)
+	if err != nil {
+		return nil, err
+	}
+	return Normalize{Mean: mean, Std: std}, nil
+}
+
+func parseFloats(s string) ([]float32, error) {
+	var v []float32
+	for _, f := range strings.Split(s, "/") {
+		x, err := strconv.ParseFloat(strings.TrimSpace(f), 32)
+		if err != nil {
+			return nil, fmt.Errorf("bad number %q", f)
+		}
+		v = append(v, float32(x))
+	}
+	return v, nil
+}
+
+func parseOutput(arg string) (Output, error) {
+	var o Output
+	parts := strings.Split(arg, ":")
+	if len(parts) > 2 {
+		return o, fmt.Errorf("want out=DTYPE[:LAYOUT]")
+	}
+	for _, p := range parts {
+		if d, err := ParseDType(p); err == nil && o.DType == 0 {
+			o.DType = d
+		} else if l, err := ParseLayout(p); err == nil && o.Layout == 0 {
+			o.Layout = l
+		} else {
+			return o, fmt.Errorf("bad or repeated dtype/layout %q", p)
+		}
+	}
+	return o, nil
+}
+
+// FormatOps writes ops in ParseOps form, joining each op's String with
+// commas; a ToTensor directly before a Normalize on a u8 chain is left
+// implicit.
+func FormatOps(ops []Op) string {
+	var parts []string
+	isFloat := false
+	for i, op := range ops {
+		switch o := op.(type) {
+		case ToTensor:
+			if _, next := nextOp(ops, i+1).(Normalize); next && !isFloat {
+				isFloat = true
+				continue
+			}
+			isFloat = true
+		case Output:
+			if o.DType != 0 {
+				isFloat = o.DType.IsFloat()
+			}
+		case nil:
+			parts = append(parts, "<nil>")
+			continue
+		}
+		parts = append(parts, op.String())
+	}
+	return strings.Join(parts, ",")
+}
+
+func nextOp(ops []Op, i int) Op {
+	if i < len(ops) {
+		return ops[i]
+	}
+	return nil
+}

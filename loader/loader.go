@@ -1,0 +1,330 @@
+package loader
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+
+	"github.com/loaderd/loaderd/augment"
+	"github.com/loaderd/loaderd/pinned"
+	"github.com/loaderd/loaderd/sampler"
+)
+
+// Config describes one stream of batches.
+type Config struct {
+	Source   Source
+	Pipeline *augment.Pipeline // built for Source.Spec()
+
+	// The sampler: this stream is rank Rank of World.
+	Rank, World int
+	Seed        uint64 // keys both the shuffle and the augmentation
+	Shuffle     bool
+	DropLast    bool // drop the epoch's tail so ranks divide evenly, instead of padding
+
+	BatchSize     int
+	DropLastBatch bool // drop the rank's last, incomplete batch of each epoch
+
+	Start  sampler.Position // first batch to deliver
+	Epochs int64            // the stream ends before this epoch (absolute, so a resumed stream ends where the original would); 0 is endless
+
+	InFlight   int          // batches planned ahead, and pinned slots held; default 4
+	Pinned     *pinned.Pool // slots come from here when set; else the Loader maps its own
+	WithParams bool         // record each sample's augmentation parameters
+}
+
+// DefaultInFlight is the number of batches a Loader keeps in flight.
+const DefaultInFlight = 4
+
+// MaxBatchSize bounds a batch, so that a typo cannot map gigabytes.
+const MaxBatchSize = 1 << 16
+
+// Loader delivers one stream's batches in order. Next and Release may be
+// called from different goroutines; Next itself must not be called
+// concurrently.
+type Loader struct {
+	pool     *Pool
+	cfg      Config
+	src      Source
+	pipe     *augment.Pipeline
+	dist     sampler.Distributed
+	outBytes int
+	perEpoch int64 // batches per epoch
+	slots    *pinned.Pool
+	ownSlots bool
+	batches  []*Batch
+
+	mu        sync.Mutex
+	pos       sampler.Position // next batch to plan
+	plan      sampler.Epoch
+	planEpoch int64
+	seq       int64
+	exhausted bool
+	err       error    // sticky: the first failure, or ErrClosed
+	order     []*Batch // planned, not yet delivered, in stream order (ring)
+	ohead     int
+	olen      int
+	idle      []*Batch
+	wake      chan struct{}
+	closing   chan struct{} // closed by Close, to wake a waiting Next
+
+	// Work queue, guarded by pool.mu.
+	queue  []*Batch
+	qhead  int
+	qlen   int
+	active bool
+	busy   sync.WaitGroup // chunks taken by workers and not finished
+}
+
+// New starts a stream on pool. Every problem with cfg is reported at once.
+func New(pool *Pool, cfg Config) (*Loader, error) {
+	if cfg.InFlight == 0 {
+		cfg.InFlight = DefaultInFlight
+	}
+	var errs []string
+	if cfg.Source == nil {
+		errs = append(errs, "no source")
+	}
+	if cfg.Pipeline == nil {
+		errs = append(errs, "no pipeline")
+	}
+	if cfg.BatchSize <= 0 || cfg.BatchSize > MaxBatchSize {
+		errs = append(errs, fmt.Sprintf("batch size %d (want 1..%d)", cfg.BatchSize, MaxBatchSize))
+	}
+	if cfg.InFlight < 1 || cfg.InFlight > 64 {
+		errs = append(errs, fmt.Sprintf("in-flight %d (want 1..64)", cfg.InFlight))
+	}
+	if cfg.Start.Epoch < 0 || cfg.Start.Batch < 0 {
+		errs = append(errs, fmt.Sprintf("start position %+v is negative", cfg.Start))
+	}
+	if cfg.Epochs < 0 || (cfg.Epochs > 0 && cfg.Start.Epoch >= cfg.Epochs) {
+		errs = append(errs, fmt.Sprintf("start epoch %d is not before the end epoch %d", cfg.Start.Epoch, cfg.Epochs))
+	}
+	var dist sampler.Distributed
+	if cfg.Source != nil && cfg.Pipeline != nil {
+		if in := cfg.Pipeline.In(); in != cfg.Source.Spec() {
+			errs = append(errs, fmt.Sprintf("pipeline takes %v, source gives %v", in, cfg.Source.Spec()))
+		}
+		dist = sampler.Distributed{N: cfg.Source.Len(), Rank: cfg.Rank, World: cfg.World,
+			Seed: cfg.Seed, Shuffle: cfg.Shuffle, DropLast: cfg.DropLast}
+		if err := dist.Validate(); err != nil {
+			errs = append(errs, strings.TrimPrefix(err.Error(), "sampler: "))
+		}
+	}
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("loader: invalid config: %s", strings.Join(errs, "; "))
+	}
+	l := &Loader{pool: pool, cfg: cfg, src: cfg.Source, pipe: cfg.Pipeline, dist: dist,
+		outBytes: cfg.Pipeline.Out().Bytes(), pos: cfg.Start, planEpoch: -1,
+		order: make([]*Batch, cfg.InFlight), queue: make([]*Batch, cfg.InFlight),
+		wake: make(chan struct{}, 1), closing: make(chan struct{})}
+	l.perEpoch = sampler.Batches(dist.NumSamples(), cfg.BatchSize, cfg.DropLastBatch)
+	if l.perEpoch == 0 {
+		return nil, fmt.Errorf("loader: invalid config: rank %d gets %d samples per epoch, no batch of %d", cfg.Rank, dist.NumSamples(), cfg.BatchSize)
+	}
+	if cfg.Start.Batch >= l.perEpoch {
+		return nil, fmt.Errorf("loader: invalid config: start batch %d, but an epoch has %d batches", cfg.Start.Batch, l.perEpoch)
+	}
+	if err := l.setupSlots(); err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+func (l *Loader) setupSlots() error {
+	slotSize := l.cfg.BatchSize * l.outBytes
+	l.slots = l.cfg.Pinned
+	if l.slots == nil {
+		p, err := pinned.New(pinned.Config{SlotSize: slotSize, Slots: l.cfg.InFlight, Name: "loader"})
+		if err != nil {
+			return fmt.Errorf("loader: %w", err)
+		}
+		l.slots, l.ownSlots = p, true
+	}
+	for range l.cfg.InFlight {
+		s, ok := l.slots.TryLease()
+		if !ok {
+			l.releaseSlots()
+			return fmt.Errorf("loader: pinned pool has fewer than %d free slots", l.cfg.InFlight)
+		}
+		if len(s.Bytes()) < slotSize {
+			s.Release()
+			l.releaseSlots()
+			return fmt.Errorf("loader: pinned slots of %d bytes, a batch needs %d", len(s.Bytes()), slotSize)
+		}
+		bs := l.cfg.BatchSize
+		b := &Batch{l: l, Slot: s, Spec: l.pipe.Out(), idx: make([]int64, bs), labels: make([]int32, bs),
+			done: make(chan struct{}, 1)}
+		if l.cfg.WithParams {
+			b.params = make([]augment.Params, bs)
+		}
+		l.batches = append(l.batches, b)
+		l.idle = append(l.idle, b)
+	}
+	return nil
+}
+
+func (l *Loader) releaseSlots() {
+	for _, b := range l.batches {
+		b.Slot.Release()
+	}
+	l.batches, l.idle = nil, nil
+	if l.ownSlots {
+		l.slots.Close()
+	}
+}
+
+// BatchesPerEpoch returns how many batches this rank gets each epoch.
+func (l *Loader) BatchesPerEpoch() int64 { return l.perEpoch }
+
+// Sampler returns the stream's sampler.
+func (l *Loader) Sampler() sampler.Distributed { return l.dist }
+
+// Next returns the next batch in order, waiting for the workers to fill it.
+// It returns io.EOF after the last epoch, and the first sample error for
+// good: a failed stream stays failed.
+func (l *Loader) Next(ctx context.Context) (*Batch, error) {
+	l.mu.Lock()
+	for {
+		if l.err != nil {
+			err := l.err
+			l.mu.Unlock()
+			return nil, err
+		}
+		l.planLocked()
+		if l.olen > 0 {
+			break
+		}
+		if l.exhausted {
+			l.mu.Unlock()
+			return nil, io.EOF
+		}
+		// Every batch is held by the consumer: wait for a Release.
+		l.mu.Unlock()
+		select {
+		case <-l.wake:
+		case <-l.closing:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		l.mu.Lock()
+	}
+	b := l.order[l.ohead]
+	l.mu.Unlock()
+
+	select {
+	case <-b.done:
+	case <-l.closing:
+		return nil, fmt.Errorf("loader: %w", ErrClosed)
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-l.pool.done:
+		return nil, fmt.Errorf("loader: worker pool: %w", ErrClosed)
+	}
+
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.order[l.ohead] = nil
+	l.ohead = (l.ohead + 1) % len(l.order)
+	l.olen--
+	if b.err != nil {
+		l.err = b.err
+		l.idle = append(l.idle, b)
+		return nil, b.err
+	}
+	b.held = true
+	return b, nil
+}
+
+// Release hands b back for reuse; the next batch is planned at once.
+func (l *Loader) Release(b *Batch) error {
+	if b == nil || b.l != l {
+		return errors.New("loader: release of a batch from another loader")
+	}
+	l.mu.Lock()
+	if !b.held {
+		l.mu.Unlock()
+		return errors.New("loader: batch released twice")
+	}
+	b.held = false
+	l.idle = append(l.idle, b)
+	if l.err == nil {
+		l.planLocked()
+	}
+	l.mu.Unlock()
+	select {
+	case l.wake <- struct{}{}:
+	default:
+	}
+	return nil
+}
+
+// planLocked assigns every idle batch its indices and queues it.
+func (l *Loader) planLocked() {
+	bs := int64(l.cfg.BatchSize)
+	for len(l.idle) > 0 && !l.exhausted {
+		b := l.idle[len(l.idle)-1]
+		l.idle = l.idle[:len(l.idle)-1]
+		if l.planEpoch != l.pos.Epoch {
+			l.plan, l.planEpoch = l.dist.Epoch(l.pos.Epoch), l.pos.Epoch
+		}
+		start := l.pos.Batch * bs
+		n := min(bs, l.plan.Len()-start)
+		b.Indices = l.plan.Fill(b.idx[:n], start)
+		b.Labels = b.labels[:n]
+		if b.params != nil {
+			b.Params = b.params[:n]
+		}
+		b.Data = b.Slot.Bytes()[:int(n)*l.outBytes]
+		b.Seq, b.Epoch, b.Index = l.seq, l.pos.Epoch, l.pos.Batch
+		b.assigned, b.err = 0, nil
+		b.pending.Store(int32(n))
+		l.seq++
+		l.order[(l.ohead+l.olen)%len(l.order)] = b
+		l.olen++
+		l.advanceLocked()
+		l.pool.submit(b)
+	}
+}
+
+func (l *Loader) advanceLocked() {
+	l.pos.Batch++
+	if l.pos.Batch < l.perEpoch {
+		return
+	}
+	l.pos = sampler.Position{Epoch: l.pos.Epoch + 1}
+	if l.cfg.Epochs > 0 && l.pos.Epoch >= l.cfg.Epochs {
+		l.exhausted = true
+	}
+}
+
+// Close stops the stream: queued work is dropped, running chunks finish,
+// and the pinned slots are released. Batches still held become invalid.
+func (l *Loader) Close() error {
+	l.mu.Lock()
+	if l.isClosed() {
+		l.mu.Unlock()
+		return nil
+	}
+	l.err = fmt.Errorf("loader: %w", ErrClosed)
+	l.exhausted = true
+	close(l.closing)
+	l.mu.Unlock()
+	l.pool.withdraw(l)
+	l.busy.Wait()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.releaseSlots()
+	return nil
+}
+
+func (l *Loader) isClosed() bool {
+	select {
+	case <-l.closing:
+		return true
+	default:
+		return false
+	}
+}
