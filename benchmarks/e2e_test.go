@@ -1,0 +1,93 @@
+package benchmarks
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/loaderd/loaderd/augment"
+	"github.com/loaderd/loaderd/internal/server"
+	"github.com/loaderd/loaderd/loader"
+	"github.com/loaderd/loaderd/trainer"
+)
+
+// benchE2E measures batches crossing the process boundary: daemon and
+// client in one process here, talking gRPC over a real socket, sharing the
+// same 2 cores a co-located trainer would.
+func benchE2E(b *testing.B, network string, shm bool, out augment.DType) {
+	src, err := loader.Open("cifar:" + cifarData(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv, err := server.New(server.Options{Workers: 2, Logger: slog.New(slog.DiscardHandler)},
+		&server.Dataset{Name: "cifar", Spec: "cifar", Source: src})
+	if err != nil {
+		b.Fatal(err)
+	}
+	addr := "127.0.0.1:0"
+	if network == "unix" {
+		addr = filepath.Join(b.TempDir(), "loaderd.sock")
+	}
+	lis, err := net.Listen(network, addr)
+	if err != nil {
+		b.Fatal(err)
+	}
+	go srv.Serve(lis)
+	defer srv.Shutdown(context.Background())
+	target := lis.Addr().String()
+	if network == "unix" {
+		target = "unix://" + target
+	}
+	client, err := trainer.Dial(target)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer client.Close()
+	ctx := context.Background()
+	s, err := client.Open(ctx, trainer.StreamConfig{Dataset: "cifar", BatchSize: batchSize, Seed: 1,
+		DType: out, SharedMemory: shm, Prefetch: 4})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	step := func() int {
+		bt, err := s.Next(ctx)
+		if err == io.EOF {
+			b.Fatal("stream ended")
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+		n := len(bt.Data)
+		bt.Release()
+		return n
+	}
+	for range 8 {
+		step()
+	}
+	b.SetBytes(int64(batchSize * int(s.Header().GetSampleBytes())))
+	b.ReportAllocs()
+	wait0 := s.Stats().Wait
+	start := time.Now()
+	b.ResetTimer()
+	for b.Loop() {
+		step()
+	}
+	el := time.Since(start)
+	b.ReportMetric(float64(b.N*batchSize)/el.Seconds(), "images/s")
+	b.ReportMetric(float64(b.N*batchSize)*float64(s.Header().GetSampleBytes())/el.Seconds()/1e9, "GB/s")
+	b.ReportMetric(float64(s.Stats().Wait-wait0)/float64(el)*100, "%wait")
+}
+
+func BenchmarkE2E(b *testing.B) {
+	b.Run("ceiling=inprocess/out=f32/workers=2", func(b *testing.B) { benchPipeline(b, "cifar", 2, augment.F32) })
+	b.Run("transport=shm/net=unix/out=f32", func(b *testing.B) { benchE2E(b, "unix", true, augment.F32) })
+	b.Run("transport=shm/net=unix/out=u8", func(b *testing.B) { benchE2E(b, "unix", true, augment.U8) })
+	b.Run("transport=inline/net=tcp/out=f32", func(b *testing.B) { benchE2E(b, "tcp", false, augment.F32) })
+	b.Run("transport=inline/net=unix/out=f32", func(b *testing.B) { benchE2E(b, "unix", false, augment.F32) })
+	b.Run("transport=inline/net=tcp/out=u8", func(b *testing.B) { benchE2E(b, "tcp", false, augment.U8) })
+}

@@ -1,0 +1,167 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/loaderd/loaderd/loader"
+)
+
+// Config is `loaderd serve` as flags give it.
+type Config struct {
+	Listen          string   // TCP address; "" with Unix set serves the socket only
+	Unix            string   // Unix socket path, for same-host clients
+	MetricsListen   string   // Prometheus /metrics address; "" disables
+	Datasets        []string // name=FORMAT:PATH, repeatable
+	Workers         int
+	MaxStreams      int
+	ShutdownTimeout time.Duration
+}
+
+// DefaultDataset is served when no --dataset is given.
+const DefaultDataset = "synthetic=synthetic"
+
+// EnsureDefaults fills what was left unset.
+func (c *Config) EnsureDefaults() {
+	if c.Listen == "" && c.Unix == "" {
+		c.Listen = "127.0.0.1:50051"
+	}
+	if len(c.Datasets) == 0 {
+		c.Datasets = []string{DefaultDataset}
+	}
+	if c.Workers == 0 {
+		c.Workers = runtime.GOMAXPROCS(0)
+	}
+	if c.ShutdownTimeout == 0 {
+		c.ShutdownTimeout = 10 * time.Second
+	}
+}
+
+// Validate reports every problem at once.
+func (c *Config) Validate() error {
+	var errs []error
+	seen := map[string]bool{}
+	for _, d := range c.Datasets {
+		name, spec, ok := strings.Cut(d, "=")
+		switch {
+		case !ok || name == "" || spec == "":
+			errs = append(errs, fmt.Errorf("--dataset %q: want name=FORMAT:PATH", d))
+		case seen[name]:
+			errs = append(errs, fmt.Errorf("--dataset %q: name %q used twice", d, name))
+		}
+		seen[name] = true
+	}
+	if c.Workers < 1 || c.Workers > 1024 {
+		errs = append(errs, fmt.Errorf("--workers %d: want 1..1024", c.Workers))
+	}
+	if c.MaxStreams < 0 {
+		errs = append(errs, fmt.Errorf("--max-streams %d: want 0 (unlimited) or more", c.MaxStreams))
+	}
+	if c.ShutdownTimeout < 0 {
+		errs = append(errs, fmt.Errorf("--shutdown-timeout %v is negative", c.ShutdownTimeout))
+	}
+	return errors.Join(errs...)
+}
+
+// OpenDatasets opens every --dataset, closing what it opened on failure.
+func (c *Config) OpenDatasets() ([]*Dataset, error) {
+	var out []*Dataset
+	for _, d := range c.Datasets {
+		name, spec, _ := strings.Cut(d, "=")
+		src, err := loader.Open(spec)
+		if err != nil {
+			for _, o := range out {
+				o.Source.Close()
+			}
+			return nil, fmt.Errorf("dataset %s: %w", name, err)
+		}
+		out = append(out, &Dataset{Name: name, Spec: spec, Source: src})
+	}
+	return out, nil
+}
+
+// Run serves until ctx is done, then shuts down: health NOT_SERVING,
+// streams told to resume elsewhere, graceful stop with a forced fallback.
+// ready, if not nil, is called with the bound addresses once serving.
+func Run(ctx context.Context, c Config, log *slog.Logger, ready func(addrs []string)) error {
+	datasets, err := c.OpenDatasets()
+	if err != nil {
+		return err
+	}
+	srv, err := New(Options{Workers: c.Workers, MaxStreams: c.MaxStreams, Logger: log}, datasets...)
+	if err != nil {
+		return err
+	}
+	var lis []net.Listener
+	closeAll := func() {
+		for _, l := range lis {
+			l.Close()
+		}
+	}
+	if c.Listen != "" {
+		l, err := net.Listen("tcp", c.Listen)
+		if err != nil {
+			return fmt.Errorf("listen %s: %w", c.Listen, err)
+		}
+		lis = append(lis, l)
+	}
+	if c.Unix != "" {
+		os.Remove(c.Unix) // a stale socket from a previous run
+		l, err := net.Listen("unix", c.Unix)
+		if err != nil {
+			closeAll()
+			return fmt.Errorf("listen %s: %w", c.Unix, err)
+		}
+		lis = append(lis, l)
+	}
+	var metricsSrv *http.Server
+	if c.MetricsListen != "" {
+		ml, err := net.Listen("tcp", c.MetricsListen)
+		if err != nil {
+			closeAll()
+			return fmt.Errorf("metrics listen %s: %w", c.MetricsListen, err)
+		}
+		mux := http.NewServeMux()
+		mux.Handle("/metrics", srv.MetricsHandler())
+		metricsSrv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+		go metricsSrv.Serve(ml)
+		log.Info("metrics", "addr", ml.Addr().String())
+	}
+	errc := make(chan error, len(lis))
+	var addrs []string
+	for _, l := range lis {
+		addrs = append(addrs, l.Addr().String())
+		go func() { errc <- srv.Serve(l) }()
+	}
+	for _, d := range datasets {
+		log.Info("dataset", "name", d.Name, "source", d.Source.String(), "samples", d.Source.Len(), "augment", d.Augment)
+	}
+	log.Info("serving", "addrs", addrs, "workers", c.Workers)
+	if ready != nil {
+		ready(addrs)
+	}
+	select {
+	case <-ctx.Done():
+		log.Info("shutting down", "timeout", c.ShutdownTimeout)
+	case err = <-errc:
+		log.Error("serve failed", "err", err)
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), c.ShutdownTimeout)
+	defer cancel()
+	srv.Shutdown(sctx)
+	if metricsSrv != nil {
+		metricsSrv.Shutdown(sctx)
+	}
+	if c.Unix != "" {
+		os.Remove(c.Unix)
+	}
+	return err
+}

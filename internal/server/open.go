@@ -1,0 +1,204 @@
+package server
+
+import (
+	"fmt"
+	"os"
+	"strings"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/loaderd/loaderd/augment"
+	"github.com/loaderd/loaderd/loader"
+	"github.com/loaderd/loaderd/pinned"
+	"github.com/loaderd/loaderd/sampler"
+	pb "github.com/loaderd/loaderd/proto/loaderd/v1"
+)
+
+// plan is a validated Open: everything a stream needs before it starts.
+type plan struct {
+	ds       *Dataset
+	pipe     *augment.Pipeline
+	cfg      loader.Config
+	shm      bool
+	inFlight int
+}
+
+// validate checks o and reports every problem at once, as InvalidArgument
+// (NotFound for an unknown dataset).
+func (s *Server) validate(o *pb.Open) (*plan, error) {
+	ds, ok := s.datasets[o.GetDataset()]
+	if !ok {
+		return nil, status.Errorf(codes.NotFound, "loaderd: unknown dataset %q (registered: %s)", o.GetDataset(), strings.Join(s.names(), ", "))
+	}
+	var bad []string
+	world := int(o.GetWorld())
+	if world == 0 {
+		world = 1
+	}
+	if world < 0 || o.GetRank() < 0 || int(o.GetRank()) >= world {
+		bad = append(bad, fmt.Sprintf("rank %d of world %d", o.GetRank(), o.GetWorld()))
+	}
+	bs := int(o.GetBatchSize())
+	if bs <= 0 || bs > MaxBatchSize {
+		bad = append(bad, fmt.Sprintf("batch size %d (want 1..%d)", bs, MaxBatchSize))
+	}
+	if o.GetStartEpoch() < 0 || o.GetStartBatch() < 0 || o.GetEpochs() < 0 {
+		bad = append(bad, fmt.Sprintf("negative start epoch, start batch or epochs (%d, %d, %d)", o.GetStartEpoch(), o.GetStartBatch(), o.GetEpochs()))
+	}
+	inFlight := int(o.GetMaxInFlight())
+	if inFlight == 0 {
+		inFlight = DefaultInFlight
+	}
+	if inFlight > MaxInFlight {
+		bad = append(bad, fmt.Sprintf("max in flight %d (want 1..%d)", inFlight, MaxInFlight))
+	}
+	if _, ok := pb.Transport_name[int32(o.GetTransport())]; !ok {
+		bad = append(bad, fmt.Sprintf("unknown transport %d", o.GetTransport()))
+	}
+	pipe, err := buildPipeline(ds, o)
+	if err != nil {
+		bad = append(bad, strings.TrimPrefix(err.Error(), "augment: "))
+	}
+	shm := o.GetTransport() == pb.Transport_TRANSPORT_SHM
+	if pipe != nil && bs > 0 && !shm && int64(bs)*int64(pipe.Out().Bytes()) > MaxBatchBytes {
+		bad = append(bad, fmt.Sprintf("a batch of %d is %d bytes, over the %d-byte inline limit (use shared memory)",
+			bs, int64(bs)*int64(pipe.Out().Bytes()), MaxBatchBytes))
+	}
+	if len(bad) > 0 {
+		return nil, status.Errorf(codes.InvalidArgument, "loaderd: invalid Open: %s", strings.Join(bad, "; "))
+	}
+	cfg := loader.Config{
+		Source: ds.Source, Pipeline: pipe,
+		Rank: int(o.GetRank()), World: world, Seed: o.GetSeed(), Shuffle: !o.GetNoShuffle(), DropLast: o.GetDropLast(),
+		BatchSize: bs, DropLastBatch: o.GetDropLastBatch(),
+		Start:    sampler.Position{Epoch: o.GetStartEpoch(), Batch: o.GetStartBatch()},
+		InFlight: inFlight, WithParams: o.GetIncludeParams(),
+	}
+	if shm {
+		// The client holds up to a window of slots; more let the workers
+		// fill ahead meanwhile.
+		cfg.InFlight = inFlight + DefaultInFlight
+	}
+	if o.GetEpochs() > 0 {
+		cfg.Epochs = o.GetStartEpoch() + o.GetEpochs()
+	}
+	return &plan{ds: ds, pipe: pipe, cfg: cfg, shm: shm, inFlight: inFlight}, nil
+}
+
+// buildPipeline folds the stream's augmentation: the dataset default when
+// Open names none, with Open's dtype and layout applied last.
+func buildPipeline(ds *Dataset, o *pb.Open) (*augment.Pipeline, error) {
+	spec := o.GetAugment()
+	if spec == "" {
+		spec = ds.Augment
+	}
+	ops, err := augment.ParseOps(spec)
+	if err != nil {
+		return nil, err
+	}
+	if o.GetDtype() != pb.DType_DTYPE_UNSPECIFIED || o.GetLayout() != pb.Layout_LAYOUT_UNSPECIFIED {
+		folded, err := augment.NewPipeline(ds.Source.Spec(), ops...)
+		if err != nil {
+			return nil, err
+		}
+		out := augment.Output{DType: folded.Out().DType, Layout: folded.Out().Layout}
+		if d := o.GetDtype(); d != pb.DType_DTYPE_UNSPECIFIED {
+			if augment.DType(d).Size() == 0 {
+				return nil, fmt.Errorf("unknown dtype %d", d)
+			}
+			if o.GetAugment() != "" && hasOutput(ops) && augment.DType(d) != out.DType {
+				return nil, fmt.Errorf("dtype %s disagrees with the augment spec's %s", augment.DType(d), out.DType)
+			}
+			out.DType = augment.DType(d)
+		}
+		if l := o.GetLayout(); l != pb.Layout_LAYOUT_UNSPECIFIED {
+			if l != pb.Layout_LAYOUT_CHW && l != pb.Layout_LAYOUT_HWC {
+				return nil, fmt.Errorf("unknown layout %d", l)
+			}
+			if o.GetAugment() != "" && hasOutput(ops) && augment.Layout(l) != out.Layout {
+				return nil, fmt.Errorf("layout %s disagrees with the augment spec's %s", augment.Layout(l), out.Layout)
+			}
+			out.Layout = augment.Layout(l)
+		}
+		// A u8 stream of a normalising default drops the normalisation:
+		// the client asked for raw pixels.
+		if out.DType == augment.U8 && folded.Out().DType.IsFloat() {
+			ops = withoutFloatOps(ops)
+		}
+		ops = append(withoutOutput(ops), out)
+	}
+	return augment.NewPipeline(ds.Source.Spec(), ops...)
+}
+
+func hasOutput(ops []augment.Op) bool {
+	for _, op := range ops {
+		if _, ok := op.(augment.Output); ok {
+			return true
+		}
+	}
+	return false
+}
+
+func withoutOutput(ops []augment.Op) []augment.Op {
+	var out []augment.Op
+	for _, op := range ops {
+		if _, ok := op.(augment.Output); !ok {
+			out = append(out, op)
+		}
+	}
+	return out
+}
+
+func withoutFloatOps(ops []augment.Op) []augment.Op {
+	var out []augment.Op
+	for _, op := range ops {
+		switch op.(type) {
+		case augment.Normalize, augment.ToTensor:
+		default:
+			out = append(out, op)
+		}
+	}
+	return out
+}
+
+func (s *Server) names() []string {
+	var n []string
+	for k := range s.datasets {
+		n = append(n, k)
+	}
+	return n
+}
+
+// header describes the stream to the client before its first batch.
+func header(p *plan, l *loader.Loader, slots *pinned.Pool) *pb.StreamHeader {
+	out := p.pipe.Out()
+	h := &pb.StreamHeader{
+		DatasetSize:     p.ds.Source.Len(),
+		SamplesPerEpoch: l.Sampler().NumSamples(),
+		BatchesPerEpoch: l.BatchesPerEpoch(),
+		BatchSize:       int32(p.cfg.BatchSize),
+		Dtype:           pb.DType(out.DType),
+		Layout:          pb.Layout(out.Layout),
+		SampleBytes:     int64(out.Bytes()),
+		Augment:         augment.FormatOps(p.pipe.Ops()),
+		Transport:       pb.Transport_TRANSPORT_INLINE,
+		MaxInFlight:     uint32(p.inFlight),
+		StartEpoch:      p.cfg.Start.Epoch,
+		StartBatch:      p.cfg.Start.Batch,
+	}
+	for _, d := range out.Shape() {
+		h.SampleShape = append(h.SampleShape, int64(d))
+	}
+	if p.shm {
+		h.Transport = pb.Transport_TRANSPORT_SHM
+		h.Shm = &pb.ShmRegion{
+			Path:      fmt.Sprintf("/proc/%d/fd/%d", os.Getpid(), slots.Fd()),
+			Size:      int64(slots.Size()),
+			SlotSize:  int64(slots.SlotSize()),
+			SlotCount: uint32(slots.Slots()),
+			Locked:    slots.Locked(),
+		}
+	}
+	return h
+}

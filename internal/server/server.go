@@ -1,0 +1,213 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/reflection"
+
+	"github.com/loaderd/loaderd/augment"
+	"github.com/loaderd/loaderd/loader"
+	pb "github.com/loaderd/loaderd/proto/loaderd/v1"
+)
+
+// Limits set on purpose: a batch of 512 f32 CIFAR images is 6 MiB, over
+// gRPC's 4 MiB default, and requests are tiny.
+const (
+	MaxBatchBytes   = 256 << 20 // largest inline batch payload
+	maxSendMsgSize  = MaxBatchBytes + 1<<20
+	maxRecvMsgSize  = 1 << 20
+	MaxBatchSize    = 16384
+	MaxInFlight     = 32
+	DefaultInFlight = 4
+)
+
+// Dataset is a source registered under a name clients use.
+type Dataset struct {
+	Name    string
+	Spec    string // FORMAT:PATH it was opened from
+	Source  loader.Source
+	Augment string // default augmentation for streams that name none
+}
+
+// Options configure a Server.
+type Options struct {
+	Workers    int           // worker goroutines shared by every stream
+	MaxStreams int           // streams served at once; 0 is unlimited
+	Logger     *slog.Logger  // nil: slog.Default()
+	Registry   *prometheus.Registry
+	IdlePools  int           // pinned pools kept for reuse after streams end
+	AckTimeout time.Duration // how long a finished stream waits for its last acks
+}
+
+// Server serves loaderd.v1.Loader.
+type Server struct {
+	pb.UnimplementedLoaderServer
+
+	opts     Options
+	log      *slog.Logger
+	datasets map[string]*Dataset
+	pool     *loader.Pool
+	slots    *poolCache
+	metrics  *metrics
+	health   *health.Server
+	grpc     *grpc.Server
+
+	mu       sync.Mutex
+	streams  int
+	stopping chan struct{} // closed when shutdown begins: streams end with UNAVAILABLE
+	stopOnce sync.Once
+}
+
+// New builds a server over datasets (which it owns from now on).
+func New(opts Options, datasets ...*Dataset) (*Server, error) {
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.Registry == nil {
+		opts.Registry = prometheus.NewRegistry()
+	}
+	if opts.IdlePools == 0 {
+		opts.IdlePools = 8
+	}
+	if opts.AckTimeout == 0 {
+		opts.AckTimeout = 30 * time.Second
+	}
+	s := &Server{opts: opts, log: opts.Logger, datasets: map[string]*Dataset{},
+		stopping: make(chan struct{}), slots: newPoolCache(opts.IdlePools)}
+	for _, d := range datasets {
+		if _, dup := s.datasets[d.Name]; dup {
+			return nil, fmt.Errorf("server: dataset %q registered twice", d.Name)
+		}
+		if d.Augment == "" {
+			d.Augment = DefaultAugment(d.Source.Spec())
+		}
+		s.datasets[d.Name] = d
+	}
+	s.metrics = newMetrics(opts.Registry, s)
+	s.pool = loader.NewPool(opts.Workers)
+	s.health = health.NewServer()
+	s.grpc = grpc.NewServer(
+		grpc.MaxSendMsgSize(maxSendMsgSize),
+		grpc.MaxRecvMsgSize(maxRecvMsgSize),
+		// Batches are large: bigger windows keep a fast loopback link full.
+		grpc.InitialWindowSize(8<<20),
+		grpc.InitialConnWindowSize(16<<20),
+		grpc.WriteBufferSize(1<<20),
+		grpc.ReadBufferSize(1<<20),
+	)
+	pb.RegisterLoaderServer(s.grpc, s)
+	healthpb.RegisterHealthServer(s.grpc, s.health)
+	reflection.Register(s.grpc)
+	s.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
+	s.health.SetServingStatus(pb.Loader_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
+	return s, nil
+}
+
+// DefaultAugment is the classic CIFAR training transform sized to spec:
+// RandomCrop(H, padding=4), RandomHorizontalFlip, ToTensor, Normalize.
+func DefaultAugment(spec augment.Spec) string {
+	if spec.H == 32 && spec.W == 32 && spec.C == 3 {
+		return augment.FormatOps(augment.CIFARTrain(augment.F32, augment.CHW))
+	}
+	if spec.C == 3 && spec.H == spec.W {
+		return fmt.Sprintf("crop=%d:4,flip=0.5,normalize=cifar10,out=f32:chw", spec.H)
+	}
+	return "out=f32:chw"
+}
+
+// GRPC returns the underlying gRPC server, for serving on more listeners.
+func (s *Server) GRPC() *grpc.Server { return s.grpc }
+
+// Serve accepts connections on lis until Shutdown.
+func (s *Server) Serve(lis net.Listener) error { return s.grpc.Serve(lis) }
+
+// MetricsHandler serves the Prometheus metrics.
+func (s *Server) MetricsHandler() http.Handler {
+	return promhttp.HandlerFor(s.opts.Registry, promhttp.HandlerOpts{})
+}
+
+// Shutdown marks the server NOT_SERVING, ends every stream with
+// UNAVAILABLE (clients resume from their next position), and stops
+// gracefully; past ctx's deadline it stops hard.
+func (s *Server) Shutdown(ctx context.Context) {
+	s.health.Shutdown()
+	s.stopOnce.Do(func() { close(s.stopping) })
+	done := make(chan struct{})
+	go func() {
+		s.grpc.GracefulStop()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		s.log.Warn("graceful stop timed out; stopping hard")
+		s.grpc.Stop()
+		<-done
+	}
+	s.pool.Close()
+	s.slots.close()
+	for _, d := range s.datasets {
+		d.Source.Close()
+	}
+}
+
+// ListDatasets describes every registered dataset, sorted by name.
+func (s *Server) ListDatasets(context.Context, *pb.ListDatasetsRequest) (*pb.ListDatasetsResponse, error) {
+	names := make([]string, 0, len(s.datasets))
+	for n := range s.datasets {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	resp := &pb.ListDatasetsResponse{}
+	for _, n := range names {
+		d := s.datasets[n]
+		sp := d.Source.Spec()
+		format, _, _ := strings.Cut(d.Spec, ":")
+		resp.Datasets = append(resp.Datasets, &pb.Dataset{
+			Name: n, Format: format, Size: d.Source.Len(), Classes: d.Source.Classes(),
+			Shape:          &pb.ImageShape{Height: int32(sp.H), Width: int32(sp.W), Channels: int32(sp.C)},
+			Layout:         pb.Layout(sp.Layout),
+			DefaultAugment: d.Augment,
+		})
+	}
+	return resp, nil
+}
+
+func (s *Server) acquireStream() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.opts.MaxStreams > 0 && s.streams >= s.opts.MaxStreams {
+		return false
+	}
+	s.streams++
+	return true
+}
+
+func (s *Server) releaseStream() {
+	s.mu.Lock()
+	s.streams--
+	s.mu.Unlock()
+}
+
+// ActiveStreams returns the number of streams being served.
+func (s *Server) ActiveStreams() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.streams
+}
+
+var errStopping = errors.New("loaderd is shutting down")

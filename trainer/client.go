@@ -1,0 +1,56 @@
+package trainer
+
+import (
+	"context"
+	"fmt"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	pb "github.com/loaderd/loaderd/proto/loaderd/v1"
+)
+
+// MaxMessageSize is the largest message a client accepts: the daemon's
+// inline batch limit plus room for indices and labels. gRPC's default of
+// 4 MiB is below one batch of 512 f32 CIFAR images.
+const MaxMessageSize = 256<<20 + 1<<20
+
+// Client is a connection to a loaderd daemon. It is safe for concurrent use.
+type Client struct {
+	conn *grpc.ClientConn
+	api  pb.LoaderClient
+}
+
+// Dial connects to target: "host:port", or "unix:///path/to.sock" for a
+// daemon on the same host. Extra options are appended to the defaults.
+func Dial(target string, opts ...grpc.DialOption) (*Client, error) {
+	base := []grpc.DialOption{
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(MaxMessageSize)),
+		// Large windows and buffers keep a loopback link full of batches.
+		grpc.WithInitialWindowSize(8 << 20),
+		grpc.WithInitialConnWindowSize(16 << 20),
+		grpc.WithReadBufferSize(1 << 20),
+		grpc.WithWriteBufferSize(1 << 20),
+	}
+	conn, err := grpc.NewClient(target, append(base, opts...)...)
+	if err != nil {
+		return nil, fmt.Errorf("trainer: dial %s: %w", target, err)
+	}
+	return &Client{conn: conn, api: pb.NewLoaderClient(conn)}, nil
+}
+
+// Datasets lists the datasets the daemon serves.
+func (c *Client) Datasets(ctx context.Context) ([]*pb.Dataset, error) {
+	resp, err := c.api.ListDatasets(ctx, &pb.ListDatasetsRequest{})
+	if err != nil {
+		return nil, fmt.Errorf("trainer: list datasets: %w", err)
+	}
+	return resp.GetDatasets(), nil
+}
+
+// Conn returns the underlying connection (for health checks).
+func (c *Client) Conn() *grpc.ClientConn { return c.conn }
+
+// Close closes the connection; open streams fail.
+func (c *Client) Close() error { return c.conn.Close() }

@@ -1,0 +1,416 @@
+package trainer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/loaderd/loaderd/augment"
+	"github.com/loaderd/loaderd/pinned"
+	pb "github.com/loaderd/loaderd/proto/loaderd/v1"
+	"github.com/loaderd/loaderd/sampler"
+)
+
+// StreamConfig asks the daemon for one rank's batches.
+type StreamConfig struct {
+	Dataset       string
+	Rank, World   int
+	BatchSize     int
+	Seed          uint64
+	NoShuffle     bool
+	DropLast      bool // sampler: drop the tail instead of padding
+	DropLastBatch bool // drop each epoch's incomplete last batch
+	Start         sampler.Position
+	Epochs        int64         // epochs to receive, counting Start.Epoch; 0 is endless
+	Augment       string        // augmentation spec; empty is the dataset's default
+	DType         augment.DType // 0 keeps the spec's
+	Layout        augment.Layout
+	SharedMemory  bool // receive views of the daemon's shared memory (same host only)
+	Prefetch      int  // batches received ahead of the caller (the ring); default 4
+	IncludeParams bool // receive each sample's crop and flip
+	Name          string
+	Reconnects    int           // times to resume after the daemon goes away; default 5
+	ReconnectWait time.Duration // how long one reconnect may wait for the daemon; default 10 s
+}
+
+// Batch is one received batch. Data stays valid until Release.
+type Batch struct {
+	Seq     uint64 // position in this Stream, from 0, across reconnects
+	Epoch   int64
+	Index   int64 // batch index within the epoch
+	Indices []int64
+	Labels  []int32
+	Params  []augment.Params
+	DType   augment.DType
+	Layout  augment.Layout
+	Shape   []int // N then one sample's dimensions in layout order
+	Data    []byte
+
+	s         *Stream
+	buf       []byte // ring slot (inline transport)
+	gen       int    // stream generation it arrived on
+	serverSeq uint64
+	shm       shmRef
+	held      bool
+}
+
+// Release acknowledges the batch: its buffer returns to the ring and the
+// daemon may send (or, over shared memory, reuse) another.
+func (b *Batch) Release() error { return b.s.release(b) }
+
+// Stats are a stream's counters.
+type Stats struct {
+	Batches, Images, Bytes int64
+	Wait                   time.Duration // time callers spent blocked in Next
+	Elapsed                time.Duration // since the stream opened
+	Reconnects             int
+}
+
+// Stream receives one rank's batches. See the package doc for concurrency.
+type Stream struct {
+	c        *Client
+	cfg      StreamConfig
+	header   *pb.StreamHeader
+	endEpoch int64 // absolute; 0 is endless
+	ctx      context.Context
+	cancel   context.CancelFunc
+	opened   time.Time
+
+	ring    *pinned.Pool
+	regions []*pinned.Region
+	region  []byte
+	free    chan *Batch
+	ready   chan *Batch
+	done    chan struct{} // closed when the receiver stops
+	err     error         // why it stopped, valid after done
+
+	sendMu   sync.Mutex
+	gs       pb.Loader_StreamClient
+	gsCancel context.CancelFunc
+	gen      int
+	ack      *pb.StreamRequest
+	ackSeqs  []uint64
+
+	rep   reply
+	seq   uint64
+	next  sampler.Position // first batch not yet received
+	mu    sync.Mutex
+	stats Stats
+}
+
+// Open starts a stream and waits for its header.
+func (c *Client) Open(ctx context.Context, cfg StreamConfig) (*Stream, error) {
+	if cfg.Prefetch == 0 {
+		cfg.Prefetch = 4
+	}
+	if cfg.Reconnects == 0 {
+		cfg.Reconnects = 5
+	}
+	if cfg.ReconnectWait == 0 {
+		cfg.ReconnectWait = 10 * time.Second
+	}
+	if cfg.World == 0 {
+		cfg.World = 1
+	}
+	s := &Stream{c: c, cfg: cfg, next: cfg.Start, opened: time.Now(), done: make(chan struct{})}
+	if cfg.Epochs > 0 {
+		s.endEpoch = cfg.Start.Epoch + cfg.Epochs
+	}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.ack = &pb.StreamRequest{Msg: &pb.StreamRequest_Ack{Ack: &pb.Ack{}}}
+	if err := s.connect(ctx, false); err != nil {
+		s.cancel()
+		return nil, err
+	}
+	h := s.header
+	size := int(h.GetBatchSize()) * int(h.GetSampleBytes())
+	window := int(h.GetMaxInFlight())
+	s.free, s.ready = make(chan *Batch, window), make(chan *Batch, window)
+	if !cfg.SharedMemory {
+		ring, err := pinned.New(pinned.Config{SlotSize: size, Slots: window, Name: "trainer-ring"})
+		if err != nil {
+			s.Close()
+			return nil, fmt.Errorf("trainer: ring: %w", err)
+		}
+		s.ring = ring
+	}
+	for range window {
+		b := &Batch{s: s, Indices: make([]int64, 0, h.GetBatchSize()), Labels: make([]int32, 0, h.GetBatchSize())}
+		if s.ring != nil {
+			slot, _ := s.ring.TryLease()
+			b.buf = slot.Bytes()[:size]
+		}
+		s.free <- b
+	}
+	go s.receive()
+	return s, nil
+}
+
+// Header returns the daemon's description of the stream.
+func (s *Stream) Header() *pb.StreamHeader { return s.header }
+
+// open builds the Open message for a start position.
+func (s *Stream) open(start sampler.Position) *pb.Open {
+	c := s.cfg
+	o := &pb.Open{Dataset: c.Dataset, Rank: int32(c.Rank), World: int32(c.World), BatchSize: int32(c.BatchSize),
+		Seed: c.Seed, NoShuffle: c.NoShuffle, DropLast: c.DropLast, DropLastBatch: c.DropLastBatch,
+		StartEpoch: start.Epoch, StartBatch: start.Batch, Augment: c.Augment,
+		Dtype: pb.DType(c.DType), Layout: pb.Layout(c.Layout), MaxInFlight: uint32(c.Prefetch),
+		IncludeParams: c.IncludeParams, ClientName: c.Name, Transport: pb.Transport_TRANSPORT_INLINE}
+	if c.SharedMemory {
+		o.Transport = pb.Transport_TRANSPORT_SHM
+	}
+	if s.endEpoch > 0 {
+		o.Epochs = s.endEpoch - start.Epoch
+	}
+	return o
+}
+
+// connect opens a server stream at s.next and reads its header. On a
+// reconnect it waits for the daemon to come back, up to ReconnectWait.
+func (s *Stream) connect(ctx context.Context, resume bool) error {
+	gctx, gcancel := context.WithCancel(s.ctx)
+	stop := context.AfterFunc(ctx, gcancel)
+	defer stop()
+	var timer *time.Timer
+	if resume {
+		timer = time.AfterFunc(s.cfg.ReconnectWait, gcancel)
+	}
+	gs, err := s.c.api.Stream(gctx, grpc.ForceCodecV2(codec{}), grpc.WaitForReady(resume))
+	if err == nil {
+		err = gs.Send(&pb.StreamRequest{Msg: &pb.StreamRequest_Open{Open: s.open(s.next)}})
+	}
+	var r reply
+	if err == nil {
+		err = gs.RecvMsg(&r)
+		if err == nil && r.header == nil {
+			err = errors.New("trainer: stream did not start with a header")
+		}
+	}
+	if timer != nil {
+		timer.Stop()
+	}
+	if err != nil {
+		gcancel()
+		if err == io.EOF {
+			err = errors.New("trainer: daemon closed the stream before its header")
+		}
+		return fmt.Errorf("trainer: open %q: %w", s.cfg.Dataset, err)
+	}
+	if old := s.header; old != nil && (old.GetSampleBytes() != r.header.GetSampleBytes() || old.GetBatchSize() != r.header.GetBatchSize() ||
+		old.GetMaxInFlight() != r.header.GetMaxInFlight()) {
+		gcancel()
+		return errors.New("trainer: the daemon changed the stream's shape on reconnect")
+	}
+	if shm := r.header.GetShm(); shm != nil {
+		region, err := mapRegion(shm)
+		if err != nil {
+			gcancel()
+			return err
+		}
+		s.regions = append(s.regions, region)
+		s.region = region.Bytes()
+	}
+	s.sendMu.Lock()
+	if s.gsCancel != nil {
+		s.gsCancel()
+	}
+	s.gs, s.gsCancel = gs, gcancel
+	s.gen++
+	s.sendMu.Unlock()
+	s.header = r.header
+	return nil
+}
+
+func mapRegion(shm *pb.ShmRegion) (*pinned.Region, error) {
+	f, err := os.Open(shm.GetPath())
+	if err != nil {
+		return nil, fmt.Errorf("trainer: shared memory %s (is the daemon on this host?): %w", shm.GetPath(), err)
+	}
+	defer f.Close()
+	r, err := pinned.Map(int(f.Fd()), int(shm.GetSize()), pinned.MapOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("trainer: shared memory %s: %w", shm.GetPath(), err)
+	}
+	return r, nil
+}
+
+// receive fills free ring buffers until the stream ends.
+func (s *Stream) receive() {
+	defer close(s.done)
+	defer close(s.ready)
+	for {
+		var b *Batch
+		select {
+		case b = <-s.free:
+		case <-s.ctx.Done():
+			s.err = fmt.Errorf("trainer: stream closed: %w", s.ctx.Err())
+			return
+		}
+		s.rep.b, s.rep.dst = b, b.buf
+		err := s.gs.RecvMsg(&s.rep)
+		if err == nil {
+			err = s.accept(b)
+		}
+		if err == nil {
+			s.ready <- b
+			continue
+		}
+		s.free <- b
+		if err == io.EOF {
+			s.err = io.EOF
+			return
+		}
+		if !s.resumable(err) {
+			s.err = err
+			return
+		}
+	}
+}
+
+// accept checks a decoded batch and files it under this stream.
+func (s *Stream) accept(b *Batch) error {
+	if s.rep.header != nil {
+		return errors.New("trainer: second stream header")
+	}
+	if b.shm.set {
+		end := b.shm.offset + b.shm.length
+		if b.shm.offset < 0 || end > int64(len(s.region)) {
+			return fmt.Errorf("trainer: batch %d lies outside the shared region", b.Seq)
+		}
+		b.Data = s.region[b.shm.offset:end:end]
+	}
+	if b.Data == nil {
+		return fmt.Errorf("trainer: batch %d carries no tensor", b.Seq)
+	}
+	b.serverSeq, b.Seq, b.gen, b.held = b.Seq, s.seq, s.gen, true
+	s.seq++
+	next := sampler.Position{Epoch: b.Epoch, Batch: b.Index + 1}
+	if next.Batch >= s.header.GetBatchesPerEpoch() {
+		next = sampler.Position{Epoch: b.Epoch + 1}
+	}
+	s.mu.Lock()
+	s.next = next
+	s.stats.Batches++
+	s.stats.Images += int64(len(b.Indices))
+	s.stats.Bytes += int64(len(b.Data))
+	s.mu.Unlock()
+	return nil
+}
+
+// resumable reconnects after the daemon went away, at the first batch not
+// yet received. It reports whether the stream goes on.
+func (s *Stream) resumable(err error) bool {
+	code := status.Code(err)
+	if code != codes.Unavailable || s.ctx.Err() != nil {
+		s.err = err
+		return false
+	}
+	if s.endEpoch > 0 && s.next.Epoch >= s.endEpoch {
+		s.err = io.EOF
+		return false
+	}
+	for attempt := 1; attempt <= s.cfg.Reconnects; attempt++ {
+		if cerr := s.connect(s.ctx, true); cerr == nil {
+			s.mu.Lock()
+			s.stats.Reconnects++
+			s.mu.Unlock()
+			return true
+		} else if s.ctx.Err() != nil {
+			break
+		} else {
+			err = cerr
+		}
+	}
+	s.err = fmt.Errorf("trainer: stream lost at %v: %w", s.next, err)
+	return false
+}
+
+// Next returns the next batch, waiting for it if the ring is empty. It
+// returns io.EOF after the last epoch.
+func (s *Stream) Next(ctx context.Context) (*Batch, error) {
+	t0 := time.Now()
+	var b *Batch
+	var ok bool
+	select {
+	case b, ok = <-s.ready:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	s.mu.Lock()
+	s.stats.Wait += time.Since(t0)
+	s.mu.Unlock()
+	if !ok {
+		<-s.done
+		return nil, s.err
+	}
+	return b, nil
+}
+
+func (s *Stream) release(b *Batch) error {
+	s.sendMu.Lock()
+	if !b.held {
+		s.sendMu.Unlock()
+		return errors.New("trainer: batch released twice")
+	}
+	b.held = false
+	var err error
+	if b.gen == s.gen {
+		a := s.ack.GetAck()
+		s.ackSeqs = append(s.ackSeqs[:0], b.serverSeq)
+		a.Seqs = s.ackSeqs
+		err = s.gs.Send(s.ack)
+	}
+	s.sendMu.Unlock()
+	s.free <- b
+	if err == io.EOF {
+		err = nil // the stream ended; the receiver reports why
+	}
+	return err
+}
+
+// Position returns the first batch not yet received: where a new stream
+// would resume.
+func (s *Stream) Position() sampler.Position {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.next
+}
+
+// Stats returns the stream's counters.
+func (s *Stream) Stats() Stats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := s.stats
+	st.Elapsed = time.Since(s.opened)
+	return st
+}
+
+// Close ends the stream and frees its buffers; held batches become invalid.
+func (s *Stream) Close() error {
+	s.cancel()
+	s.sendMu.Lock()
+	if s.gsCancel != nil {
+		s.gsCancel()
+	}
+	s.sendMu.Unlock()
+	if s.ready != nil {
+		<-s.done
+	}
+	var errs []error
+	for _, r := range s.regions {
+		errs = append(errs, r.Close())
+	}
+	if s.ring != nil {
+		errs = append(errs, s.ring.CloseForce())
+	}
+	return errors.Join(errs...)
+}
