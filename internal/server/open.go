@@ -11,8 +11,8 @@ import (
 	"github.com/loaderd/loaderd/augment"
 	"github.com/loaderd/loaderd/loader"
 	"github.com/loaderd/loaderd/pinned"
-	"github.com/loaderd/loaderd/sampler"
 	pb "github.com/loaderd/loaderd/proto/loaderd/v1"
+	"github.com/loaderd/loaderd/sampler"
 )
 
 // plan is a validated Open: everything a stream needs before it starts.

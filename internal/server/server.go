@@ -45,9 +45,9 @@ type Dataset struct {
 
 // Options configure a Server.
 type Options struct {
-	Workers    int           // worker goroutines shared by every stream
-	MaxStreams int           // streams served at once; 0 is unlimited
-	Logger     *slog.Logger  // nil: slog.Default()
+	Workers    int          // worker goroutines shared by every stream
+	MaxStreams int          // streams served at once; 0 is unlimited
+	Logger     *slog.Logger // nil: slog.Default()
 	Registry   *prometheus.Registry
 	IdlePools  int           // pinned pools kept for reuse after streams end
 	AckTimeout time.Duration // how long a finished stream waits for its last acks

@@ -174,7 +174,9 @@ func TestBadOpen(t *testing.T) {
 	}
 }
 
-func open(o *pb.Open) *pb.StreamRequest { return &pb.StreamRequest{Msg: &pb.StreamRequest_Open{Open: o}} }
+func open(o *pb.Open) *pb.StreamRequest {
+	return &pb.StreamRequest{Msg: &pb.StreamRequest_Open{Open: o}}
+}
 
 // TestVanishingClients: 1,000 clients that open a stream, take a batch and
 // vanish leave no stream, slot or goroutine behind.
