@@ -6,6 +6,9 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/experimental"
+
+	"github.com/loaderd/loaderd/internal/wirepool"
 
 	pb "github.com/loaderd/loaderd/proto/loaderd/v1"
 )
@@ -32,6 +35,7 @@ func Dial(target string, opts ...grpc.DialOption) (*Client, error) {
 		grpc.WithInitialConnWindowSize(16 << 20),
 		grpc.WithReadBufferSize(1 << 20),
 		grpc.WithWriteBufferSize(1 << 20),
+		experimental.WithBufferPool(wirepool.Pool),
 	}
 	conn, err := grpc.NewClient(target, append(base, opts...)...)
 	if err != nil {

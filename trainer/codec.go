@@ -30,24 +30,17 @@ func (codec) Unmarshal(data mem.BufferSlice, v any) error {
 	if !ok {
 		return protoCodec.Unmarshal(data, v)
 	}
-	var b []byte
-	if len(data) == 1 {
-		b = data[0].ReadOnlyData()
-	} else {
-		t.scratch = grow(t.scratch, data.Len())
-		data.CopyTo(t.scratch)
-		b = t.scratch
-	}
-	return t.decode(b)
+	t.r.reset(data)
+	return t.decode(data.Len())
 }
 
 // reply is the decode target of one StreamReply: either the header, or a
 // batch whose tensor lands in dst.
 type reply struct {
-	header  *pb.StreamHeader
-	b       *Batch
-	dst     []byte // ring slot for inline data
-	scratch []byte // reassembly buffer for a message split over buffers
+	header *pb.StreamHeader
+	b      *Batch
+	dst    []byte // ring slot for inline data
+	r      wireReader
 
 	top, left []int32 // params, reused across batches
 	flip      []bool
@@ -62,44 +55,52 @@ func grow(b []byte, n int) []byte {
 
 var errMalformed = fmt.Errorf("trainer: malformed batch message")
 
-func (r *reply) decode(b []byte) error {
+func (r *reply) decode(size int) error {
 	r.header = nil
-	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 {
-			return errMalformed
+	for r.r.pos < size {
+		tag, err := r.r.varint()
+		if err != nil {
+			return err
 		}
-		b = b[n:]
-		if typ != protowire.BytesType || (num != 1 && num != 2) {
-			if n = protowire.ConsumeFieldValue(num, typ, b); n < 0 {
-				return errMalformed
-			}
-			b = b[n:]
+		num, typ := protowire.Number(tag>>3), protowire.Type(tag&7)
+		if err := r.r.skipUnless(typ, protowire.BytesType); err != nil {
+			return err
+		}
+		if typ != protowire.BytesType {
 			continue
 		}
-		v, n := protowire.ConsumeBytes(b)
-		if n < 0 {
+		n, err := r.r.varint()
+		if err != nil || n > uint64(size) {
 			return errMalformed
 		}
-		b = b[n:]
-		if num == 1 {
+		switch num {
+		case 1:
+			v, err := r.r.bytes(int(n))
+			if err != nil {
+				return err
+			}
 			r.header = &pb.StreamHeader{}
 			if err := proto.Unmarshal(v, r.header); err != nil {
 				return fmt.Errorf("trainer: stream header: %w", err)
 			}
-			continue
-		}
-		if r.b == nil {
-			return fmt.Errorf("trainer: batch before the stream header")
-		}
-		if err := r.decodeBatch(v); err != nil {
-			return err
+		case 2:
+			if r.b == nil {
+				return fmt.Errorf("trainer: batch before the stream header")
+			}
+			if err := r.decodeBatch(r.r.pos + int(n)); err != nil {
+				return err
+			}
+		default:
+			if err := r.r.skip(int(n)); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
 }
 
-func (r *reply) decodeBatch(b []byte) error {
+// decodeBatch reads Batch fields up to byte end of the message.
+func (r *reply) decodeBatch(end int) error {
 	bt := r.b
 	// proto3 leaves zero values off the wire: reset every field first.
 	bt.Seq, bt.Epoch, bt.Index, bt.DType, bt.Layout = 0, 0, 0, 0, 0
@@ -108,19 +109,18 @@ func (r *reply) decodeBatch(b []byte) error {
 	bt.Data, bt.shm = nil, shmRef{}
 	top, left, flip := r.top[:0], r.left[:0], r.flip[:0]
 	defer func() { r.top, r.left, r.flip = top, left, flip }()
-	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 {
-			return errMalformed
+	for r.r.pos < end {
+		tag, err := r.r.varint()
+		if err != nil {
+			return err
 		}
-		b = b[n:]
-		switch {
-		case typ == protowire.VarintType:
-			v, n := protowire.ConsumeVarint(b)
-			if n < 0 {
-				return errMalformed
+		num, typ := protowire.Number(tag>>3), protowire.Type(tag&7)
+		switch typ {
+		case protowire.VarintType:
+			v, err := r.r.varint()
+			if err != nil {
+				return err
 			}
-			b = b[n:]
 			switch num {
 			case 1:
 				bt.Seq = v
@@ -139,13 +139,25 @@ func (r *reply) decodeBatch(b []byte) error {
 			case 8:
 				bt.Shape = append(bt.Shape, int(v))
 			}
-		case typ == protowire.BytesType:
-			v, n := protowire.ConsumeBytes(b)
-			if n < 0 {
+		case protowire.BytesType:
+			n, err := r.r.varint()
+			if err != nil || n > uint64(end) {
 				return errMalformed
 			}
-			b = b[n:]
-			var err error
+			if num == 9 {
+				if int(n) > len(r.dst) {
+					return fmt.Errorf("trainer: batch of %d bytes, ring slots hold %d", n, len(r.dst))
+				}
+				bt.Data = r.dst[:n]
+				if err := r.r.copyTo(bt.Data); err != nil {
+					return err
+				}
+				continue
+			}
+			v, err := r.r.bytes(int(n))
+			if err != nil {
+				return err
+			}
 			switch num {
 			case 4:
 				err = packed(v, func(x uint64) { bt.Indices = append(bt.Indices, int64(x)) })
@@ -153,11 +165,6 @@ func (r *reply) decodeBatch(b []byte) error {
 				err = packed(v, func(x uint64) { bt.Labels = append(bt.Labels, int32(x)) })
 			case 8:
 				err = packed(v, func(x uint64) { bt.Shape = append(bt.Shape, int(x)) })
-			case 9:
-				if len(v) > len(r.dst) {
-					return fmt.Errorf("trainer: batch of %d bytes, ring slots hold %d", len(v), len(r.dst))
-				}
-				bt.Data = r.dst[:copy(r.dst, v)]
 			case 10:
 				err = bt.shm.decode(v)
 			case 11:
@@ -167,11 +174,13 @@ func (r *reply) decodeBatch(b []byte) error {
 				return err
 			}
 		default:
-			if n = protowire.ConsumeFieldValue(num, typ, b); n < 0 {
-				return errMalformed
+			if err := r.r.skipUnless(typ, protowire.BytesType); err != nil {
+				return err
 			}
-			b = b[n:]
 		}
+	}
+	if r.r.pos != end {
+		return errMalformed
 	}
 	for i := range top {
 		if i < len(left) && i < len(flip) {

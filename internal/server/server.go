@@ -15,11 +15,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/experimental"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/reflection"
 
 	"github.com/loaderd/loaderd/augment"
+	"github.com/loaderd/loaderd/internal/wirepool"
 	"github.com/loaderd/loaderd/loader"
 	pb "github.com/loaderd/loaderd/proto/loaderd/v1"
 )
@@ -108,6 +110,8 @@ func New(opts Options, datasets ...*Dataset) (*Server, error) {
 		grpc.InitialConnWindowSize(16<<20),
 		grpc.WriteBufferSize(1<<20),
 		grpc.ReadBufferSize(1<<20),
+		grpc.ForceServerCodecV2(codec{}),
+		experimental.BufferPool(wirepool.Pool),
 	)
 	pb.RegisterLoaderServer(s.grpc, s)
 	healthpb.RegisterHealthServer(s.grpc, s.health)

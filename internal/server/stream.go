@@ -178,8 +178,10 @@ func (ss *session) send(ctx context.Context) error {
 	reply.Msg = &pb.StreamReply_Batch{Batch: batch}
 	out := ss.p.pipe.Out()
 	shape := append([]int64{0}, int64(out.Shape()[0]), int64(out.Shape()[1]), int64(out.Shape()[2]))
-	data := &pb.Batch_Data{}
 	shm := &pb.Batch_Shm{Shm: &pb.ShmRef{}}
+	// One outBatch per pinned slot: a slot's outBatch is reused only after
+	// gRPC has released it, since the slot's batch comes back only then.
+	outs := make([]outBatch, ss.p.cfg.Pinned.Slots())
 	var params *pb.AugmentParams
 	if ss.p.cfg.WithParams {
 		params = &pb.AugmentParams{}
@@ -206,9 +208,6 @@ func (ss *session) send(ctx context.Context) error {
 			*shm.Shm = pb.ShmRef{Slot: uint32(b.Slot.Index()), Generation: b.Slot.Gen(),
 				Offset: int64(b.Slot.Offset()), Length: int64(len(b.Data))}
 			batch.Tensor = shm
-		} else {
-			data.Data = b.Data
-			batch.Tensor = data
 		}
 		if params != nil {
 			params.Top, params.Left, params.Flip = params.Top[:0], params.Left[:0], params.Flip[:0]
@@ -227,10 +226,14 @@ func (ss *session) send(ctx context.Context) error {
 		}
 		ss.mu.Unlock()
 		ss.srv.metrics.inFlight.Inc()
-		err = ss.st.Send(reply)
-		if !ss.p.shm {
-			// Send has marshalled a copy: the slot can be refilled now.
-			b.Release()
+		if ss.p.shm {
+			err = ss.st.Send(reply)
+		} else {
+			// The codec sends the tensor from its slot; gRPC releases the
+			// batch when the bytes are written.
+			ob := &outs[b.Slot.Index()]
+			ob.batch, ob.data, ob.b = batch, b.Data, b
+			err = ss.st.SendMsg(ob)
 		}
 		if err != nil {
 			return err

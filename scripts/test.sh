@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# The project's tests: what CI runs, and what a developer runs before pushing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PATH="$PATH:/usr/local/go/bin"
+export PATH="$PATH:$(go env GOPATH)/bin"
+
+# grpcurl is the outside client the reflection and health test drives.
+command -v grpcurl >/dev/null || go install github.com/fullstorydev/grpcurl/cmd/grpcurl@v1.9.4
+
+test -z "$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go') | grep -v '\.pb\.go$' || true)" \
+  || { echo "gofmt would change:"; gofmt -l . | grep -v '\.pb\.go$'; exit 1; }
+go vet ./...
+go test -count=1 ./...
+# The concurrent packages again under the race detector.
+go test -count=1 -race ./sampler/... ./pinned/... ./loader/... ./internal/... ./trainer/...
+
+# Fuzz each decoder entry point for a bounded time (the seed corpora ran above).
+fuzz() { go test -run '^$' -fuzz "^$2\$" -fuzztime "${FUZZTIME:-10s}" "$1"; }
+for target in $(go test -list '^Fuzz' ./loader/ 2>/dev/null | grep '^Fuzz' || true); do
+  fuzz ./loader/ "$target"
+done
+echo "scripts/test.sh: all checks passed"
