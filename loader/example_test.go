@@ -1,0 +1,52 @@
+package loader_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/loaderd/loaderd/augment"
+	"github.com/loaderd/loaderd/loader"
+)
+
+// Example streams two epochs of rank 1 of 2 from the synthetic dataset,
+// with the classic CIFAR training augmentation, on a pool of 2 workers.
+func Example() {
+	src, err := loader.Open("synthetic:1000")
+	if err != nil {
+		panic(err)
+	}
+	defer src.Close()
+	pipe, err := augment.NewPipeline(src.Spec(), augment.CIFARTrain(augment.F32, augment.CHW)...)
+	if err != nil {
+		panic(err)
+	}
+	pool := loader.NewPool(2)
+	defer pool.Close()
+	l, err := loader.New(pool, loader.Config{Source: src, Pipeline: pipe, Rank: 1, World: 2, Seed: 42,
+		Shuffle: true, BatchSize: 128, Epochs: 2})
+	if err != nil {
+		panic(err)
+	}
+	defer l.Close()
+	for {
+		b, err := l.Next(context.Background())
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			panic(err)
+		}
+		fmt.Printf("epoch %d batch %d: %d images of %v, %d bytes\n", b.Epoch, b.Index, b.Len(), b.Spec, len(b.Data))
+		b.Release()
+	}
+	// Output:
+	// epoch 0 batch 0: 128 images of chw[3 32 32]/f32, 1572864 bytes
+	// epoch 0 batch 1: 128 images of chw[3 32 32]/f32, 1572864 bytes
+	// epoch 0 batch 2: 128 images of chw[3 32 32]/f32, 1572864 bytes
+	// epoch 0 batch 3: 116 images of chw[3 32 32]/f32, 1425408 bytes
+	// epoch 1 batch 0: 128 images of chw[3 32 32]/f32, 1572864 bytes
+	// epoch 1 batch 1: 128 images of chw[3 32 32]/f32, 1572864 bytes
+	// epoch 1 batch 2: 128 images of chw[3 32 32]/f32, 1572864 bytes
+	// epoch 1 batch 3: 116 images of chw[3 32 32]/f32, 1425408 bytes
+}
