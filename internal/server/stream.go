@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"sync"
 	"time"
@@ -12,6 +11,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/loaderd/loaderd/loader"
+	"github.com/loaderd/loaderd/sampler"
 	pb "github.com/loaderd/loaderd/proto/loaderd/v1"
 )
 
@@ -75,7 +75,7 @@ func (s *Server) Stream(st pb.Loader_StreamServer) error {
 	}()
 	go ss.receive()
 	err = ss.send(ctx)
-	log.Info("stream ended", "sent", ss.sent, "next", ss.next, "err", err)
+	log.Info("stream ended", "sent", ss.sent, "next", ss.resumeAt(), "err", err)
 	return err
 }
 
@@ -107,7 +107,7 @@ type session struct {
 	recvErr chan error
 
 	sent int64
-	next string // resume position after the last batch sent
+	next sampler.Position // resume point: the batch after the last one sent
 }
 
 // receive reads acks until the stream ends.
@@ -226,6 +226,8 @@ func (ss *session) send(ctx context.Context) error {
 		}
 		ss.mu.Unlock()
 		ss.srv.metrics.inFlight.Inc()
+		// Once sent, b belongs to gRPC or the client's ack: read it first.
+		next, n := sampler.Position{Epoch: b.Epoch, Batch: b.Index + 1}, b.Len()
 		if ss.p.shm {
 			err = ss.st.Send(reply)
 		} else {
@@ -239,8 +241,8 @@ func (ss *session) send(ctx context.Context) error {
 			return err
 		}
 		ss.sent++
-		ss.next = fmt.Sprintf("epoch %d batch %d", b.Epoch, b.Index+1)
-		ss.m.images.Add(float64(b.Len()))
+		ss.next = next
+		ss.m.images.Add(float64(n))
 		ss.m.batches.Inc()
 	}
 }
@@ -305,9 +307,12 @@ func (ss *session) ctxErr(ctx context.Context) error {
 	return status.FromContextError(ctx.Err()).Err()
 }
 
-func (ss *session) resumeAt() string {
-	if ss.next == "" {
-		return fmt.Sprintf("epoch %d batch %d", ss.p.cfg.Start.Epoch, ss.p.cfg.Start.Batch)
+func (ss *session) resumeAt() sampler.Position {
+	if ss.sent == 0 {
+		return ss.p.cfg.Start
+	}
+	if ss.next.Batch >= ss.l.BatchesPerEpoch() {
+		return sampler.Position{Epoch: ss.next.Epoch + 1}
 	}
 	return ss.next
 }
