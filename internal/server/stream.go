@@ -11,8 +11,8 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/loaderd/loaderd/loader"
-	"github.com/loaderd/loaderd/sampler"
 	pb "github.com/loaderd/loaderd/proto/loaderd/v1"
+	"github.com/loaderd/loaderd/sampler"
 )
 
 // Stream serves one client: an Open, then batches in order within the
