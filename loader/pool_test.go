@@ -7,16 +7,19 @@ import (
 )
 
 // recordingSource wraps a source, logs which stream asked for each sample,
-// and holds the first call until gate closes.
+// and holds every call until gate closes; started is closed on the first.
 type recordingSource struct {
 	Source
-	name string
-	log  *[]string
-	mu   *sync.Mutex
-	gate chan struct{}
+	name    string
+	log     *[]string
+	mu      *sync.Mutex
+	gate    chan struct{}
+	started chan struct{}
+	once    sync.Once
 }
 
 func (r *recordingSource) Sample(i int64, scratch []byte) (int32, []byte, error) {
+	r.once.Do(func() { close(r.started) })
 	<-r.gate
 	r.mu.Lock()
 	*r.log = append(*r.log, r.name)
@@ -31,20 +34,34 @@ func TestPoolRoundRobin(t *testing.T) {
 	var mu sync.Mutex
 	gate := make(chan struct{})
 	base := NewSynthetic(1000, 0)
-	a := &recordingSource{base, "a", &log, &mu, gate}
-	b := &recordingSource{base, "b", &log, &mu, gate}
+	src := func(name string) *recordingSource {
+		return &recordingSource{Source: base, name: name, log: &log, mu: &mu, gate: gate, started: make(chan struct{})}
+	}
 	pool := NewPool(1)
 	defer pool.Close()
 	cfg := func(c *Config) { c.BatchSize, c.InFlight, c.WithParams = chunkSize, 4, false }
-	la := newTestLoader(t, pool, a, cfg)
-	lb := newTestLoader(t, pool, b, cfg)
-	// Queue a's four batches, then b's four, while the worker is held.
-	for _, l := range []*Loader{la, lb} {
+	// Hold the only worker on a third stream's batch, so the two under
+	// test are both fully queued before it takes anything.
+	held := src("held")
+	lh := newTestLoader(t, pool, held, func(c *Config) { c.BatchSize, c.InFlight = chunkSize, 1 })
+	plan := func(l *Loader) {
 		l.mu.Lock()
 		l.planLocked()
 		l.mu.Unlock()
 	}
+	plan(lh)
+	<-held.started
+	la := newTestLoader(t, pool, src("a"), cfg)
+	lb := newTestLoader(t, pool, src("b"), cfg)
+	plan(la)
+	plan(lb)
 	close(gate)
+	if bt, err := lh.Next(context.Background()); err != nil {
+		t.Fatal(err)
+	} else {
+		bt.Release()
+	}
+	lh.Close()
 	for _, l := range []*Loader{la, lb} {
 		for range 4 {
 			bt, err := l.Next(context.Background())
@@ -58,7 +75,7 @@ func TestPoolRoundRobin(t *testing.T) {
 	defer mu.Unlock()
 	// One chunk is one batch here; chunks alternate between the streams.
 	var order []string
-	for i := 0; i < 8*chunkSize; i += chunkSize {
+	for i := chunkSize; i < 9*chunkSize; i += chunkSize {
 		order = append(order, log[i])
 	}
 	want := []string{"a", "b", "a", "b", "a", "b", "a", "b"}
