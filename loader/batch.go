@@ -14,7 +14,7 @@ type Batch struct {
 	Seq     int64            // position in the stream, from 0
 	Epoch   int64            // epoch of every sample in the batch
 	Index   int64            // batch index within the epoch
-	Indices []int64          // dataset index of each sample
+	Indices []int64          // dataset index of each sample (under SkipOnError, of its substitute)
 	Labels  []int32          // label of each sample
 	Params  []augment.Params // each sample's random choices; nil unless Config.WithParams
 	Spec    augment.Spec     // one sample's output
@@ -66,8 +66,11 @@ func (l *Loader) fill(c chunk, scratch []byte) []byte {
 	out := l.outBytes
 	for k := c.lo; k < c.hi; k++ {
 		idx := b.Indices[k]
-		label, pix, err := l.src.Sample(idx, scratch)
+		used, label, pix, err := l.skip.Sample(l.src, b.Epoch, b.Index, idx, scratch)
+		b.Indices[k] = used
 		if err == nil {
+			// Keyed by the planned index: a substitute is augmented as the
+			// sample it stands in for would have been.
 			prm := l.pipe.Draw(l.cfg.Seed, b.Epoch, idx)
 			if b.Params != nil {
 				b.Params[k] = prm

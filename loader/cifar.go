@@ -27,10 +27,10 @@ const (
 var CIFAR10Classes = []string{"airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck"}
 
 func init() {
-	RegisterFormat("cifar", func(path string) (Source, error) { return OpenCIFAR(path, CIFAROptions{}) })
-	RegisterFormat("cifar100-coarse", func(path string) (Source, error) {
+	RegisterFormat("cifar", opener(func(path string) (*CIFAR, error) { return OpenCIFAR(path, CIFAROptions{}) }))
+	RegisterFormat("cifar100-coarse", opener(func(path string) (*CIFAR, error) {
 		return OpenCIFAR(path, CIFAROptions{Coarse: true})
-	})
+	}))
 }
 
 // CIFAROptions tune OpenCIFAR.

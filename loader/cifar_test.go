@@ -226,3 +226,33 @@ func TestSyntheticLearnable(t *testing.T) {
 		t.Fatalf("nearest-mean accuracy %d/1000: classes are not separable", correct)
 	}
 }
+
+func TestOpenHoldout(t *testing.T) {
+	train, err := Open("synthetic:1000?holdout=20")
+	if err != nil {
+		t.Fatal(err)
+	}
+	val, err := Open("synthetic:1000?holdout=20&part=val")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if train.Len()+val.Len() != 1000 || val.Len() != 200 {
+		t.Fatalf("train %d + val %d, want 800 + 200", train.Len(), val.Len())
+	}
+	for _, bad := range []string{"synthetic:10?part=val", "synthetic:10?holdout=x", "synthetic:10?holdout=1&part=test"} {
+		if _, err := Open(bad); err == nil {
+			t.Errorf("Open(%q) succeeded", bad)
+		}
+	}
+}
+
+// TestOpenErrorIsNilSource: a failed Open returns a nil interface, not an
+// interface holding a nil pointer that would panic on Close.
+func TestOpenErrorIsNilSource(t *testing.T) {
+	for _, spec := range []string{"cifar:testdata/nope", "cifar100-coarse:testdata/nope", "tar:testdata/nope.tar", "folder:testdata/nope"} {
+		src, err := Open(spec)
+		if err == nil || src != nil {
+			t.Errorf("Open(%q) = %v, %v; want nil and an error", spec, src, err)
+		}
+	}
+}

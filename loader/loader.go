@@ -33,6 +33,14 @@ type Config struct {
 	InFlight   int          // batches planned ahead, and pinned slots held; default 4
 	Pinned     *pinned.Pool // slots come from here when set; else the Loader maps its own
 	WithParams bool         // record each sample's augmentation parameters
+
+	// OnError is what the stream does with a sample its source cannot
+	// read (a corrupt image, a bad label): FailOnError, the default, fails
+	// the stream; SkipOnError delivers the next readable sample in its
+	// place (Batch.Indices names it), counts it and calls OnSkip.
+	OnError  ErrorPolicy
+	MaxSkips int64           // SkipOnError fails the stream after this many skips; 0: no bound
+	OnSkip   func(SkipEvent) // the metric and the log line; called from workers, must be quick
 }
 
 // DefaultInFlight is the number of batches a Loader keeps in flight.
@@ -52,6 +60,7 @@ type Loader struct {
 	dist     sampler.Distributed
 	outBytes int
 	perEpoch int64 // batches per epoch
+	skip     Skipper
 	slots    *pinned.Pool
 	ownSlots bool
 	batches  []*Batch
@@ -99,6 +108,9 @@ func New(pool *Pool, cfg Config) (*Loader, error) {
 	if cfg.Start.Epoch < 0 || cfg.Start.Batch < 0 {
 		errs = append(errs, fmt.Sprintf("start position %+v is negative", cfg.Start))
 	}
+	if cfg.OnError != FailOnError && cfg.OnError != SkipOnError || cfg.MaxSkips < 0 {
+		errs = append(errs, fmt.Sprintf("error policy %v with max skips %d", cfg.OnError, cfg.MaxSkips))
+	}
 	if cfg.Epochs < 0 || (cfg.Epochs > 0 && cfg.Start.Epoch >= cfg.Epochs) {
 		errs = append(errs, fmt.Sprintf("start epoch %d is not before the end epoch %d", cfg.Start.Epoch, cfg.Epochs))
 	}
@@ -119,7 +131,8 @@ func New(pool *Pool, cfg Config) (*Loader, error) {
 	l := &Loader{pool: pool, cfg: cfg, src: cfg.Source, pipe: cfg.Pipeline, dist: dist,
 		outBytes: cfg.Pipeline.Out().Bytes(), pos: cfg.Start, planEpoch: -1,
 		order: make([]*Batch, cfg.InFlight), queue: make([]*Batch, cfg.InFlight),
-		wake: make(chan struct{}, 1), closing: make(chan struct{})}
+		wake: make(chan struct{}, 1), closing: make(chan struct{}),
+		skip: Skipper{Policy: cfg.OnError, MaxSkips: cfg.MaxSkips, OnSkip: cfg.OnSkip}}
 	l.perEpoch = sampler.Batches(dist.NumSamples(), cfg.BatchSize, cfg.DropLastBatch)
 	if l.perEpoch == 0 {
 		return nil, fmt.Errorf("loader: invalid config: rank %d gets %d samples per epoch, no batch of %d", cfg.Rank, dist.NumSamples(), cfg.BatchSize)
@@ -178,6 +191,9 @@ func (l *Loader) releaseSlots() {
 
 // BatchesPerEpoch returns how many batches this rank gets each epoch.
 func (l *Loader) BatchesPerEpoch() int64 { return l.perEpoch }
+
+// Skipped returns the number of samples replaced under SkipOnError.
+func (l *Loader) Skipped() int64 { return l.skip.Skipped() }
 
 // Sampler returns the stream's sampler.
 func (l *Loader) Sampler() sampler.Distributed { return l.dist }

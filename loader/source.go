@@ -3,6 +3,7 @@ package loader
 import (
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -51,6 +52,18 @@ func RegisterFormat(name string, open Opener) {
 	formats[name] = open
 }
 
+// opener adapts an OpenX function to an Opener, returning a nil Source
+// (not a Source holding a nil pointer) on error.
+func opener[T Source](open func(string) (T, error)) Opener {
+	return func(p string) (Source, error) {
+		s, err := open(p)
+		if err != nil {
+			return nil, err
+		}
+		return s, nil
+	}
+}
+
 // Formats returns the registered format names, sorted.
 func Formats() []string {
 	formatsMu.RLock()
@@ -63,15 +76,69 @@ func Formats() []string {
 	return names
 }
 
-// Open opens a source named as FORMAT:PATH, e.g. "cifar:data/cifar-10-batches-bin"
-// or "synthetic:50000". A bare FORMAT (such as "synthetic") passes an empty path.
+// Open opens a source named as FORMAT:PATH[?OPTIONS], e.g.
+// "cifar:data/cifar-10-batches-bin" or "synthetic:50000". A bare FORMAT
+// (such as "synthetic") passes an empty path. Options are the format's own
+// (see each format), plus two every format takes:
+//
+//	holdout=K     set aside the last K samples of each class (see Split)
+//	part=train    the rest (the default), or part=val: the set-aside part
 func Open(spec string) (Source, error) {
-	format, path, _ := strings.Cut(spec, ":")
+	format, rest, _ := strings.Cut(spec, ":")
 	formatsMu.RLock()
 	open, ok := formats[format]
 	formatsMu.RUnlock()
 	if !ok {
 		return nil, fmt.Errorf("loader: %q: %w %q (known: %s)", spec, ErrUnknownFormat, format, strings.Join(Formats(), ", "))
 	}
-	return open(path)
+	rest, holdout, val, err := splitOptions(rest)
+	if err != nil {
+		return nil, fmt.Errorf("loader: %q: %w", spec, err)
+	}
+	src, err := open(rest)
+	if err != nil || holdout == 0 {
+		return src, err
+	}
+	part, err := Split(src, holdout, val)
+	if err != nil {
+		src.Close()
+		return nil, err
+	}
+	return part, nil
+}
+
+// splitOptions takes holdout= and part= out of PATH?OPTIONS and returns
+// the rest for the format.
+func splitOptions(rest string) (string, int, bool, error) {
+	path, query, ok := strings.Cut(rest, "?")
+	if !ok {
+		return rest, 0, false, nil
+	}
+	var keep []string
+	holdout, val, part := 0, false, ""
+	for _, kv := range strings.Split(query, "&") {
+		k, v, _ := strings.Cut(kv, "=")
+		switch k {
+		case "holdout":
+			n, err := strconv.Atoi(v)
+			if err != nil || n <= 0 {
+				return "", 0, false, fmt.Errorf("holdout=%s: want a positive number of samples per class", v)
+			}
+			holdout = n
+		case "part":
+			if v != "train" && v != "val" {
+				return "", 0, false, fmt.Errorf("part=%s: want train or val", v)
+			}
+			part, val = v, v == "val"
+		default:
+			keep = append(keep, kv)
+		}
+	}
+	if part != "" && holdout == 0 {
+		return "", 0, false, fmt.Errorf("part=%s needs holdout=K", part)
+	}
+	if len(keep) > 0 {
+		path += "?" + strings.Join(keep, "&")
+	}
+	return path, holdout, val, nil
 }

@@ -2,6 +2,8 @@
 //
 //	loaderd serve [flags]   serve datasets over gRPC
 //	loaderd bench [flags]   run the data path in-process and print its rate
+//	loaderd convert [flags] decode a dataset once into raw-pixel Arrow shards
+//	loaderd inspect [flags] FORMAT:PATH   count, classes, shape; a PNG contact sheet
 package main
 
 import (
@@ -21,6 +23,11 @@ const usage = `usage: loaderd <command> [flags]
 commands:
   serve   serve datasets to trainers over gRPC
   bench   run sampler → source → augmentation → batches in-process and print images/s
+  convert decode a dataset once into raw-pixel Arrow IPC shards (--from FORMAT:PATH --to arrow:PATH)
+  inspect describe a dataset and draw a PNG contact sheet (inspect [--sheet F.png] FORMAT:PATH)
+
+Formats: cifar:PATH, synthetic[:N], folder:DIR, tar:FILE|DIR|GLOB, arrow:PATH, parquet:PATH;
+options follow '?', and every format takes ?holdout=K&part=train|val.
 
 Run 'loaderd <command> -h' for a command's flags.
 `
@@ -38,6 +45,10 @@ func main() {
 		err = serveMain(ctx, args)
 	case "bench":
 		err = benchMain(ctx, args)
+	case "convert":
+		err = convertMain(ctx, args)
+	case "inspect":
+		err = inspectMain(ctx, args)
 	case "-h", "--help", "help":
 		fmt.Print(usage)
 		return

@@ -19,6 +19,8 @@ func serveMain(ctx context.Context, args []string) error {
 	fs.IntVar(&cfg.Workers, "workers", 0, "worker goroutines shared by all streams (default GOMAXPROCS)")
 	fs.IntVar(&cfg.MaxStreams, "max-streams", 0, "streams served at once (0: unlimited)")
 	fs.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", 0, "graceful stop deadline before a forced stop (default 10s)")
+	fs.StringVar(&cfg.OnError, "on-error", "", "unreadable samples: fail the stream (default), or skip them (counted and logged)")
+	fs.Int64Var(&cfg.MaxSkips, "max-skips", 0, "with --on-error skip, fail a stream after this many skips (0: no bound)")
 	level := fs.String("log-level", "info", "log level: debug, info, warn, error")
 	if err := fs.Parse(args); err != nil {
 		return err

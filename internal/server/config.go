@@ -24,6 +24,8 @@ type Config struct {
 	Workers         int
 	MaxStreams      int
 	ShutdownTimeout time.Duration
+	OnError         string // fail (the default) or skip unreadable samples
+	MaxSkips        int64  // with skip, fail a stream after this many; 0: no bound
 }
 
 // DefaultDataset is served when no --dataset is given.
@@ -42,6 +44,9 @@ func (c *Config) EnsureDefaults() {
 	}
 	if c.ShutdownTimeout == 0 {
 		c.ShutdownTimeout = 10 * time.Second
+	}
+	if c.OnError == "" {
+		c.OnError = "fail"
 	}
 }
 
@@ -64,6 +69,12 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxStreams < 0 {
 		errs = append(errs, fmt.Errorf("--max-streams %d: want 0 (unlimited) or more", c.MaxStreams))
+	}
+	if _, err := loader.ParseErrorPolicy(c.OnError); err != nil {
+		errs = append(errs, fmt.Errorf("--on-error: %w", err))
+	}
+	if c.MaxSkips < 0 {
+		errs = append(errs, fmt.Errorf("--max-skips %d is negative", c.MaxSkips))
 	}
 	if c.ShutdownTimeout < 0 {
 		errs = append(errs, fmt.Errorf("--shutdown-timeout %v is negative", c.ShutdownTimeout))
@@ -96,7 +107,9 @@ func Run(ctx context.Context, c Config, log *slog.Logger, ready func(addrs []str
 	if err != nil {
 		return err
 	}
-	srv, err := New(Options{Workers: c.Workers, MaxStreams: c.MaxStreams, Logger: log}, datasets...)
+	policy, _ := loader.ParseErrorPolicy(c.OnError)
+	srv, err := New(Options{Workers: c.Workers, MaxStreams: c.MaxStreams, Logger: log,
+		OnError: policy, MaxSkips: c.MaxSkips}, datasets...)
 	if err != nil {
 		return err
 	}

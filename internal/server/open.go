@@ -74,6 +74,7 @@ func (s *Server) validate(o *pb.Open) (*plan, error) {
 		BatchSize: bs, DropLastBatch: o.GetDropLastBatch(),
 		Start:    sampler.Position{Epoch: o.GetStartEpoch(), Batch: o.GetStartBatch()},
 		InFlight: inFlight, WithParams: o.GetIncludeParams(),
+		OnError: s.opts.OnError, MaxSkips: s.opts.MaxSkips,
 	}
 	if shm {
 		// The client holds up to a window of slots; more let the workers

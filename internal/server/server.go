@@ -53,6 +53,11 @@ type Options struct {
 	Registry   *prometheus.Registry
 	IdlePools  int           // pinned pools kept for reuse after streams end
 	AckTimeout time.Duration // how long a finished stream waits for its last acks
+
+	// OnError: fail a stream at an unreadable sample (the default), or
+	// skip it, delivering a neighbour, counting and logging it.
+	OnError  loader.ErrorPolicy
+	MaxSkips int64
 }
 
 // Server serves loaderd.v1.Loader.

@@ -274,8 +274,10 @@ func TestResumeAfterRestart(t *testing.T) {
 			srv, _ = startServer(t, addr, 1000)
 		}
 	}
-	if st := s.Stats(); st.Reconnects != 1 {
-		t.Fatalf("%d reconnects, want 1", st.Reconnects)
+	// A reconnect can land on the old daemon while it stops and be ended
+	// at once; what matters is that one happened and nothing was lost.
+	if st := s.Stats(); st.Reconnects < 1 {
+		t.Fatalf("%d reconnects, want at least 1", st.Reconnects)
 	}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("resumed stream differs: %d batches, want %d", len(got), len(want))

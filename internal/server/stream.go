@@ -26,6 +26,11 @@ func (s *Server) Stream(st pb.Loader_StreamServer) error {
 	if o == nil {
 		return status.Error(codes.InvalidArgument, "loaderd: the first message of a stream must be Open")
 	}
+	select {
+	case <-s.stopping:
+		return status.Errorf(codes.Unavailable, "loaderd: %v", errStopping)
+	default:
+	}
 	if !s.acquireStream() {
 		return status.Errorf(codes.ResourceExhausted, "loaderd: already serving %d streams", s.opts.MaxStreams)
 	}
@@ -39,19 +44,25 @@ func (s *Server) Stream(st pb.Loader_StreamServer) error {
 		return status.Errorf(codes.ResourceExhausted, "loaderd: batch memory: %v", err)
 	}
 	p.cfg.Pinned = slots
+	m := s.metrics.forDataset(p.ds.Name)
+	log := s.log.With("client", o.GetClientName(), "dataset", p.ds.Name, "rank", p.cfg.Rank, "world", p.cfg.World)
+	p.cfg.OnSkip = func(e loader.SkipEvent) {
+		m.sampleErrors.Inc()
+		log.Warn("skipped an unreadable sample", "epoch", e.Epoch, "batch", e.Batch, "index", e.Index,
+			"substitute", e.Substitute, "skipped", e.Skipped, "err", e.Err)
+	}
 	l, err := loader.New(s.pool, p.cfg)
 	if err != nil {
 		s.slots.put(slots)
 		return status.Errorf(codes.InvalidArgument, "%v", err)
 	}
-	ss := &session{srv: s, st: st, l: l, p: p, m: s.metrics.forDataset(p.ds.Name),
+	ss := &session{srv: s, st: st, l: l, p: p, m: m,
 		pending: make([]pending, p.inFlight), credit: make(chan struct{}, p.inFlight), recvErr: make(chan error, 1)}
 	for range p.inFlight {
 		ss.credit <- struct{}{}
 	}
 	s.metrics.streams.Inc()
 	s.metrics.slotsLeased.Add(float64(p.cfg.InFlight))
-	log := s.log.With("client", o.GetClientName(), "dataset", p.ds.Name, "rank", p.cfg.Rank, "world", p.cfg.World)
 	log.Info("stream opened", "batch", p.cfg.BatchSize, "transport", h(p.shm), "start", p.cfg.Start, "in_flight", p.inFlight)
 	defer func() {
 		ss.close()

@@ -1,0 +1,263 @@
+package loader
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"image"
+	"image/gif"
+	"image/png"
+	"io"
+	"path"
+	"strings"
+
+	"golang.org/x/image/bmp"
+	"golang.org/x/image/tiff"
+	"golang.org/x/image/webp"
+
+	"github.com/loaderd/loaderd/internal/jpegdec"
+)
+
+// Sentinel errors of the image formats, wrapped in a *RecordError like the
+// ones of errors.go. A corrupt image wraps ErrCorrupt, a cut-off one
+// ErrTruncated.
+var (
+	ErrImageFormat   = errors.New("not a supported image")
+	ErrExtension     = errors.New("unknown image extension")
+	ErrImageSize     = errors.New("image size differs from the dataset's")
+	ErrImageTooLarge = errors.New("image too large")
+	ErrEmptyClass    = errors.New("empty class folder")
+	ErrColumn        = errors.New("missing or mistyped column")
+)
+
+// DefaultMaxImagePixels bounds the pixels an image may declare in its
+// header before anything is allocated for it: 64 Mpx, 192 MiB as RGB.
+const DefaultMaxImagePixels = 1 << 26
+
+// imageExts are the file extensions the folder and tar formats read.
+var imageExts = map[string]bool{
+	".jpg": true, ".jpeg": true, ".jpe": true, ".png": true, ".gif": true,
+	".bmp": true, ".tif": true, ".tiff": true, ".webp": true,
+}
+
+// IsImageName reports whether name has an image extension the folder and
+// tar formats read (case-insensitive).
+func IsImageName(name string) bool { return imageExts[strings.ToLower(path.Ext(name))] }
+
+// Image formats, told apart by content (the extension only admits a file).
+const (
+	fmtUnknown = iota
+	fmtJPEG
+	fmtPNG
+	fmtGIF
+	fmtBMP
+	fmtTIFF
+	fmtWebP
+)
+
+var formatNames = [...]string{"unknown", "jpeg", "png", "gif", "bmp", "tiff", "webp"}
+
+// sniff returns the format of data from its magic bytes. (A switch on
+// the first byte: this runs for every sample.)
+func sniff(data []byte) int {
+	if len(data) < 4 {
+		return fmtUnknown
+	}
+	switch data[0] {
+	case 0xff:
+		if data[1] == 0xd8 && data[2] == 0xff {
+			return fmtJPEG
+		}
+	case 0x89:
+		if string(data[1:4]) == "PNG" && len(data) >= 8 && string(data[4:8]) == "\r\n\x1a\n" {
+			return fmtPNG
+		}
+	case 'G':
+		if len(data) >= 6 && (string(data[:6]) == "GIF87a" || string(data[:6]) == "GIF89a") {
+			return fmtGIF
+		}
+	case 'B':
+		if data[1] == 'M' {
+			return fmtBMP
+		}
+	case 'I', 'M':
+		if s := string(data[:4]); s == "II*\x00" || s == "MM\x00*" {
+			return fmtTIFF
+		}
+	case 'R':
+		if len(data) >= 12 && string(data[:4]) == "RIFF" && string(data[8:12]) == "WEBP" {
+			return fmtWebP
+		}
+	}
+	return fmtUnknown
+}
+
+// ImageConfig is what an image's header says.
+type ImageConfig struct {
+	Format        string // jpeg, png, gif, bmp, tiff or webp
+	Width, Height int
+}
+
+// ImageDecoder decodes JPEG, PNG, GIF, BMP, TIFF and WebP images into
+// H×W×3 RGB bytes in HWC order. Grey and paletted images become RGB and
+// alpha is dropped (straight colour, as PIL's convert("RGB")). It reads the
+// header first and refuses an image of more than MaxPixels, or of another
+// size unless Resize is set, before decoding it, so a decompression bomb
+// costs nothing. With Resize an image of another size is stretched to
+// H×W with PIL's bilinear filter (see resizer).
+//
+// An ImageDecoder keeps its JPEG decoder and buffers between calls, so the
+// steady state allocates nothing for JPEG. It is not safe for concurrent
+// use: sources keep them in a sync.Pool, one per worker in practice.
+type ImageDecoder struct {
+	H, W      int   // the size every image must have, or is resized to
+	MaxPixels int64 // 0 means DefaultMaxImagePixels
+	Resize    bool  // stretch images of another size to H×W
+
+	jpeg   jpegdec.Decoder
+	br     bytes.Reader
+	native []byte // an image at its own size, before resizing
+	rs     resizer
+}
+
+// NewImageDecoder returns a decoder for images of h×w pixels.
+func NewImageDecoder(h, w int) *ImageDecoder { return &ImageDecoder{H: h, W: w} }
+
+// DecodeConfig reads the format and size of the image in data from its
+// header. Errors wrap ErrImageFormat, ErrCorrupt or ErrTruncated.
+func (d *ImageDecoder) DecodeConfig(data []byte) (ImageConfig, error) {
+	_, cfg, err := d.config(data)
+	return cfg, err
+}
+
+func (d *ImageDecoder) config(data []byte) (f int, cfg ImageConfig, err error) {
+	f = sniff(data)
+	if f == fmtUnknown {
+		return f, cfg, fmt.Errorf("%w: unrecognised content (%s)", ErrImageFormat, magicString(data))
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%w: %s header: decoder panic: %v", ErrCorrupt, formatNames[f], r)
+		}
+	}()
+	var c image.Config
+	if f == fmtJPEG {
+		c, err = d.jpeg.DecodeConfig(data)
+	} else {
+		d.br.Reset(data)
+		switch f {
+		case fmtPNG:
+			c, err = png.DecodeConfig(&d.br)
+		case fmtGIF:
+			c, err = gif.DecodeConfig(&d.br)
+		case fmtBMP:
+			c, err = bmp.DecodeConfig(&d.br)
+		case fmtTIFF:
+			c, err = tiff.DecodeConfig(&d.br)
+		case fmtWebP:
+			c, err = webp.DecodeConfig(&d.br)
+		}
+	}
+	if err != nil {
+		return f, cfg, decodeError(formatNames[f]+" header", err)
+	}
+	return f, ImageConfig{Format: formatNames[f], Width: c.Width, Height: c.Height}, nil
+}
+
+// Decode writes the image in data into dst (at least H·W·3 bytes) as RGB
+// HWC. Errors wrap ErrImageFormat, ErrImageSize, ErrImageTooLarge,
+// ErrCorrupt or ErrTruncated.
+func (d *ImageDecoder) Decode(data []byte, dst []byte) (err error) {
+	f, cfg, err := d.config(data)
+	if err != nil {
+		return err
+	}
+	if err := d.check(cfg); err != nil {
+		return err
+	}
+	if len(dst) < d.H*d.W*3 {
+		return fmt.Errorf("loader: decode: buffer of %d bytes for a %dx%d RGB image", len(dst), d.W, d.H)
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%w: %s: decoder panic: %v", ErrCorrupt, cfg.Format, r)
+		}
+	}()
+	var img image.Image
+	switch f {
+	case fmtJPEG:
+		img, err = d.jpeg.Decode(data)
+	case fmtPNG:
+		d.br.Reset(data)
+		img, err = png.Decode(&d.br)
+	case fmtGIF:
+		d.br.Reset(data)
+		img, err = gif.Decode(&d.br)
+	case fmtBMP:
+		d.br.Reset(data)
+		img, err = bmp.Decode(&d.br)
+	case fmtTIFF:
+		d.br.Reset(data)
+		img, err = tiff.Decode(&d.br)
+	case fmtWebP:
+		d.br.Reset(data)
+		img, err = webp.Decode(&d.br)
+	}
+	if err != nil {
+		return decodeError(cfg.Format, err)
+	}
+	b := img.Bounds() // a GIF frame may be smaller than its screen
+	if b.Dx() == d.W && b.Dy() == d.H {
+		return toRGB(dst[:d.H*d.W*3], img)
+	}
+	if !d.Resize || b.Empty() {
+		return fmt.Errorf("%w: %s frame is %dx%d, want %dx%d", ErrImageSize, cfg.Format, b.Dx(), b.Dy(), d.W, d.H)
+	}
+	n := b.Dx() * b.Dy() * 3
+	if cap(d.native) < n {
+		d.native = make([]byte, n)
+	}
+	if err := toRGB(d.native[:n], img); err != nil {
+		return err
+	}
+	d.rs.resize(dst[:d.H*d.W*3], d.native[:n], b.Dy(), b.Dx(), d.H, d.W)
+	return nil
+}
+
+// check refuses an image whose header declares the wrong size.
+func (d *ImageDecoder) check(cfg ImageConfig) error {
+	limit := d.MaxPixels
+	if limit <= 0 {
+		limit = DefaultMaxImagePixels
+	}
+	if cfg.Width <= 0 || cfg.Height <= 0 {
+		return fmt.Errorf("%w: %s header declares %dx%d", ErrCorrupt, cfg.Format, cfg.Width, cfg.Height)
+	}
+	if int64(cfg.Width)*int64(cfg.Height) > limit {
+		return fmt.Errorf("%w: %s header declares %dx%d, over %d pixels", ErrImageTooLarge, cfg.Format, cfg.Width, cfg.Height, limit)
+	}
+	if !d.Resize && (cfg.Width != d.W || cfg.Height != d.H) {
+		return fmt.Errorf("%w: %s is %dx%d, want %dx%d (declare resize=bilinear to stretch it)", ErrImageSize, cfg.Format, cfg.Width, cfg.Height, d.W, d.H)
+	}
+	return nil
+}
+
+// decodeError classifies a decoder's error: a cut-off image is truncated,
+// anything else corrupt. Some decoders flatten io.ErrUnexpectedEOF into
+// their own message ("png: invalid format: unexpected EOF", image/jpeg's
+// "short Huffman data"), hence the text match.
+func decodeError(what string, err error) error {
+	msg := err.Error()
+	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) ||
+		strings.Contains(msg, "unexpected EOF") || strings.Contains(msg, "short Huffman data") {
+		return fmt.Errorf("%w: %s: %w", ErrTruncated, what, err)
+	}
+	return fmt.Errorf("%w: %s: %w", ErrCorrupt, what, err)
+}
+
+func magicString(data []byte) string {
+	if len(data) == 0 {
+		return "empty"
+	}
+	return fmt.Sprintf("starts % x", data[:min(len(data), 8)])
+}

@@ -1,0 +1,291 @@
+package loader
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"image"
+	"image/color"
+	_ "image/gif" // the standard decoders, for reference
+	_ "image/jpeg"
+	_ "image/png"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+
+	_ "golang.org/x/image/bmp"
+	_ "golang.org/x/image/tiff"
+	_ "golang.org/x/image/webp"
+)
+
+// referenceRGB decodes data with a standard decoder and converts it to
+// RGB HWC through At and color.NRGBAModel: slow, obviously right.
+func referenceRGB(t testing.TB, data []byte, decode func(io.Reader) (image.Image, error)) []byte {
+	t.Helper()
+	img, err := decode(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return atRGB(img)
+}
+
+func atRGB(img image.Image) []byte {
+	b := img.Bounds()
+	out := make([]byte, 0, b.Dx()*b.Dy()*3)
+	for y := b.Min.Y; y < b.Max.Y; y++ {
+		for x := b.Min.X; x < b.Max.X; x++ {
+			c := color.NRGBAModel.Convert(img.At(x, y)).(color.NRGBA)
+			out = append(out, c.R, c.G, c.B)
+		}
+	}
+	return out
+}
+
+// randomImages returns one image of every pixel type toRGB has a path
+// for, filled with seeded noise, as sub-images at an odd offset so that
+// strides and origins are exercised.
+func randomImages() map[string]image.Image {
+	r := image.Rect(0, 0, 13, 9)
+	noise := func(b []byte, seed uint32) {
+		x := seed | 1
+		for i := range b {
+			x ^= x << 13
+			x ^= x >> 17
+			x ^= x << 5
+			b[i] = byte(x)
+		}
+	}
+	sub := func(m image.Image) image.Image {
+		return m.(interface {
+			SubImage(image.Rectangle) image.Image
+		}).SubImage(image.Rect(3, 1, 12, 8))
+	}
+	out := map[string]image.Image{}
+	for _, ratio := range []image.YCbCrSubsampleRatio{image.YCbCrSubsampleRatio444, image.YCbCrSubsampleRatio422,
+		image.YCbCrSubsampleRatio420, image.YCbCrSubsampleRatio440, image.YCbCrSubsampleRatio411, image.YCbCrSubsampleRatio410} {
+		m := image.NewYCbCr(r, ratio)
+		noise(m.Y, 1)
+		noise(m.Cb, 2)
+		noise(m.Cr, 3)
+		out["ycbcr-"+ratio.String()] = m
+		out["ycbcr-sub-"+ratio.String()] = sub(m)
+		out["ycbcr-even-"+ratio.String()] = m.SubImage(image.Rect(2, 2, 11, 7))
+	}
+	a := image.NewNYCbCrA(r, image.YCbCrSubsampleRatio420)
+	noise(a.Y, 4)
+	noise(a.Cb, 5)
+	noise(a.Cr, 6)
+	noise(a.A, 7)
+	out["nycbcra"] = sub(a)
+	g := image.NewGray(r)
+	noise(g.Pix, 8)
+	out["gray"] = sub(g)
+	rgba := image.NewRGBA(r)
+	noise(rgba.Pix, 9)
+	for i := 3; i < len(rgba.Pix); i += 4 { // premultiplied: colour ≤ alpha
+		switch i % 3 {
+		case 0:
+			rgba.Pix[i] = 255
+		case 1:
+			rgba.Pix[i] = 0
+		}
+		for c := 1; c <= 3; c++ {
+			rgba.Pix[i-c] = min(rgba.Pix[i-c], rgba.Pix[i])
+		}
+	}
+	out["rgba"] = sub(rgba)
+	n := image.NewNRGBA(r)
+	noise(n.Pix, 10)
+	out["nrgba"] = sub(n)
+	p := image.NewPaletted(r, color.Palette{color.NRGBA{1, 2, 3, 4}, color.RGBA{10, 20, 30, 40}, color.Gray{77}, color.NRGBA{200, 100, 50, 255}})
+	noise(p.Pix, 11)
+	for i := range p.Pix {
+		p.Pix[i] %= 4
+	}
+	out["paletted"] = sub(p)
+	c := image.NewCMYK(r)
+	noise(c.Pix, 12)
+	out["cmyk"] = sub(c)
+	g16 := image.NewGray16(r)
+	noise(g16.Pix, 13)
+	out["gray16"] = sub(g16)
+	r64 := image.NewRGBA64(r)
+	noise(r64.Pix, 14)
+	for i := 0; i < len(r64.Pix); i += 8 { // premultiplied: colour ≤ alpha
+		for c := 0; c < 6; c += 2 {
+			if r64.Pix[i+c] > r64.Pix[i+6] {
+				r64.Pix[i+c] = r64.Pix[i+6]
+			}
+		}
+	}
+	out["rgba64"] = sub(r64)
+	n64 := image.NewNRGBA64(r)
+	noise(n64.Pix, 15)
+	out["nrgba64"] = sub(n64)
+	return out
+}
+
+// wantRGB is the reference conversion: NRGBAModel, except that straight
+// colour with alpha (16-bit NRGBA, Y'CbCr with alpha) is kept as stored,
+// where NRGBAModel would round it through premultiplied alpha.
+func wantRGB(img image.Image) []byte {
+	if a, ok := img.(*image.NYCbCrA); ok {
+		return atRGB(&a.YCbCr)
+	}
+	n, ok := img.(*image.NRGBA64)
+	if !ok {
+		return atRGB(img)
+	}
+	var out []byte
+	b := n.Bounds()
+	for y := b.Min.Y; y < b.Max.Y; y++ {
+		for x := b.Min.X; x < b.Max.X; x++ {
+			c := n.NRGBA64At(x, y)
+			out = append(out, uint8(c.R>>8), uint8(c.G>>8), uint8(c.B>>8))
+		}
+	}
+	return out
+}
+
+func TestToRGBFastPaths(t *testing.T) {
+	for name, img := range randomImages() {
+		want := wantRGB(img)
+		got := make([]byte, len(want))
+		if err := toRGB(got, img); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if !bytes.Equal(got, want) {
+			for i := range got {
+				if got[i] != want[i] {
+					t.Fatalf("%s (%T): byte %d (pixel %d) is %d, want %d", name, img, i, i/3, got[i], want[i])
+				}
+			}
+		}
+	}
+	if err := toRGB(make([]byte, 3), image.NewAlpha(image.Rect(0, 0, 1, 1))); !errors.Is(err, ErrImageFormat) {
+		t.Fatalf("unsupported pixel type: %v, want ErrImageFormat", err)
+	}
+}
+
+// TestDecodeFiles decodes one file of every format and pixel type and
+// compares with the standard decoders through the reference conversion.
+func TestDecodeFiles(t *testing.T) {
+	names, _ := filepath.Glob("testdata/formats/img/*")
+	kinds := map[string]bool{}
+	for _, name := range names {
+		data, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ref, _, err := image.Decode(bytes.NewReader(data))
+		if err != nil {
+			t.Fatalf("%s: reference decoder: %v", name, err)
+		}
+		kinds[fmt.Sprintf("%T", ref)] = true
+		b := ref.Bounds()
+		d := NewImageDecoder(b.Dy(), b.Dx())
+		got := make([]byte, b.Dx()*b.Dy()*3)
+		if err := d.Decode(data, got); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if !bytes.Equal(got, wantRGB(ref)) {
+			t.Errorf("%s (%T): pixels differ from the reference", name, ref)
+		}
+	}
+	for _, k := range []string{"*image.YCbCr", "*image.Gray", "*image.RGBA", "*image.NRGBA", "*image.Paletted",
+		"*image.CMYK", "*image.Gray16", "*image.NRGBA64", "*image.NYCbCrA"} {
+		if !kinds[k] {
+			t.Errorf("no fixture decodes to %s (have %v)", k, kinds)
+		}
+	}
+}
+
+// TestDecodeAllocs: a JPEG decoded through a source's decoder pool
+// allocates nothing once the pool is warm.
+func TestDecodeAllocs(t *testing.T) {
+	data, err := os.ReadFile("testdata/formats/img/rgb.jpg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := newDecoderPool(6, 8, DefaultMaxImagePixels, false)
+	scratch := make([]byte, 6*8*3)
+	if _, err := p.decode(data, scratch); err != nil {
+		t.Fatal(err)
+	}
+	if n := testing.AllocsPerRun(100, func() { p.decode(data, scratch) }); n != 0 {
+		t.Fatalf("%v allocations per JPEG decode, want 0", n)
+	}
+}
+
+// sentinel reports whether err wraps one of the decoders' sentinels.
+func sentinel(err error) bool {
+	for _, s := range []error{ErrCorrupt, ErrTruncated, ErrImageFormat, ErrImageSize, ErrImageTooLarge} {
+		if errors.Is(err, s) {
+			return true
+		}
+	}
+	return false
+}
+
+func fuzzSeeds(f *testing.F) {
+	names, _ := filepath.Glob("testdata/formats/img/*")
+	bad, _ := filepath.Glob("testdata/formats/bad/images/c/*")
+	for _, name := range append(names, bad...) {
+		data, err := os.ReadFile(name)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data)
+	}
+}
+
+// FuzzImageDecodeConfig: any input gives a header or an error wrapping a
+// sentinel, never a panic; a header agrees with the standard decoders'.
+func FuzzImageDecodeConfig(f *testing.F) {
+	fuzzSeeds(f)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var d ImageDecoder
+		cfg, err := d.DecodeConfig(data)
+		if err != nil {
+			if !sentinel(err) {
+				t.Fatalf("error wraps no sentinel: %v", err)
+			}
+			return
+		}
+		ref, format, err := image.DecodeConfig(bytes.NewReader(data))
+		if err != nil || format != cfg.Format || ref.Width != cfg.Width || ref.Height != cfg.Height {
+			t.Fatalf("config %+v; standard decoders: %s %dx%d, %v", cfg, format, ref.Width, ref.Height, err)
+		}
+	})
+}
+
+// FuzzImageDecode is differential: on any input, Decode at the size the
+// header declares succeeds exactly when the standard decoder does, with
+// the same pixels; every error wraps a sentinel.
+func FuzzImageDecode(f *testing.F) {
+	fuzzSeeds(f)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var d ImageDecoder
+		cfg, err := d.DecodeConfig(data)
+		if err != nil || cfg.Width*cfg.Height > 1<<16 {
+			return // DecodeConfig is FuzzImageDecodeConfig's; keep runs fast
+		}
+		d.H, d.W = cfg.Height, cfg.Width
+		got := make([]byte, d.H*d.W*3)
+		err = d.Decode(data, got)
+		if err != nil && !sentinel(err) {
+			t.Fatalf("error wraps no sentinel: %v", err)
+		}
+		ref, _, refErr := image.Decode(bytes.NewReader(data))
+		if refErr == nil && (ref.Bounds().Dx() != d.W || ref.Bounds().Dy() != d.H) {
+			refErr = ErrImageSize // a GIF frame smaller than its screen
+		}
+		if (err == nil) != (refErr == nil) {
+			t.Fatalf("error %v; standard decoder: %v", err, refErr)
+		}
+		if err == nil && !bytes.Equal(got, wantRGB(ref)) {
+			t.Fatal("pixels differ from the standard decoder's")
+		}
+	})
+}

@@ -1,0 +1,210 @@
+package loader
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/loaderd/loaderd/augment"
+)
+
+func init() {
+	RegisterFormat("folder", opener(OpenFolder))
+}
+
+// Folder reads an image folder laid out as torchvision's ImageFolder:
+// ROOT/CLASS/…/FILE, classes in sorted order, samples ordered by class and
+// then by path. Symbolic links to class directories are followed, links
+// to directories inside a class are not. Hidden files and directories (".name") and plain files
+// directly in ROOT are not part of the layout and are ignored; any other
+// file must have an image extension (.jpg .jpeg .jpe .png .gif .bmp .tif
+// .tiff .webp), and every class must hold an image. Images are decoded on
+// each Sample into the worker's scratch. It is safe for concurrent use.
+//
+// Options (folder:ROOT?KEY=VALUE&…):
+//
+//	size=WxH          the dataset's image size; default: the first image's
+//	maxpixels=N       refuse images declaring more pixels (default 64 Mpx)
+//	resize=bilinear   stretch images of another size to the dataset's
+//	                  (PIL's bilinear filter); without it they are errors
+type Folder struct {
+	root    string
+	classes []string
+	files   []string // relative to root
+	labels  []int32
+	dec     *decoderPool
+}
+
+// OpenFolder indexes the folder named by spec, "ROOT[?OPTIONS]".
+func OpenFolder(spec string) (*Folder, error) {
+	o, err := parseFormatPath("folder", spec, "size", "maxpixels", "resize")
+	if err != nil {
+		return nil, err
+	}
+	resize, err := o.resize()
+	if err != nil {
+		return nil, err
+	}
+	h, w, err := o.size()
+	if err != nil {
+		return nil, err
+	}
+	maxPx, err := o.maxPixels()
+	if err != nil {
+		return nil, err
+	}
+	f := &Folder{root: o.path}
+	if err := f.index(); err != nil {
+		return nil, err
+	}
+	if h == 0 {
+		first := filepath.Join(f.root, f.files[0])
+		data, err := os.ReadFile(first)
+		if err == nil {
+			h, w, err = imageSize(data, maxPx)
+		}
+		if err != nil {
+			return nil, &RecordError{File: first, Record: 0, Err: err}
+		}
+	}
+	f.dec = newDecoderPool(h, w, maxPx, resize)
+	return f, nil
+}
+
+// index walks the class directories in sorted order.
+func (f *Folder) index() error {
+	ents, err := os.ReadDir(f.root) // sorted by name
+	if err != nil {
+		return &RecordError{File: f.root, Record: -1, Err: err}
+	}
+	for _, e := range ents {
+		isDir, walkRoot := e.IsDir(), filepath.Join(f.root, e.Name())
+		if e.Type()&fs.ModeSymlink != 0 { // a linked class directory counts, as in torchvision
+			fi, err := os.Stat(walkRoot)
+			isDir = err == nil && fi.IsDir()
+			walkRoot += string(filepath.Separator) // so that WalkDir follows the link
+		}
+		if !isDir || hidden(e.Name()) {
+			continue
+		}
+		label := int32(len(f.classes))
+		f.classes = append(f.classes, e.Name())
+		before := len(f.files)
+		dir := filepath.Join(f.root, e.Name())
+		// WalkDir visits entries in lexical order: paths come out sorted.
+		err := filepath.WalkDir(walkRoot, func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if hidden(d.Name()) && p != walkRoot {
+				if d.IsDir() {
+					return filepath.SkipDir
+				}
+				return nil
+			}
+			if d.IsDir() {
+				return nil
+			}
+			if !IsImageName(p) {
+				return &RecordError{File: p, Record: -1, Err: fmt.Errorf("%w %q", ErrExtension, filepath.Ext(p))}
+			}
+			rel, _ := filepath.Rel(f.root, p)
+			f.files = append(f.files, rel)
+			f.labels = append(f.labels, label)
+			return nil
+		})
+		if err != nil {
+			var re *RecordError
+			if errors.As(err, &re) {
+				return err
+			}
+			return &RecordError{File: dir, Record: -1, Err: err}
+		}
+		if len(f.files) == before {
+			return &RecordError{File: dir, Record: -1, Err: fmt.Errorf("%w: class %q has no image", ErrEmptyClass, e.Name())}
+		}
+		// WalkDir puts "a/x.jpg" before "a.jpg"; the tar format sorts the
+		// same paths bytewise, and the two must agree.
+		sort.Strings(f.files[before:])
+	}
+	if len(f.classes) == 0 {
+		return &RecordError{File: f.root, Record: -1, Err: fmt.Errorf("%w: no class directory (want ROOT/CLASS/FILE)", ErrEmptyClass)}
+	}
+	return nil
+}
+
+func hidden(name string) bool { return strings.HasPrefix(name, ".") }
+
+// Len returns the number of images.
+func (f *Folder) Len() int64 { return int64(len(f.files)) }
+
+// Spec returns H×W×3 U8 HWC.
+func (f *Folder) Spec() augment.Spec { return f.dec.spec() }
+
+// Classes returns the class directory names, sorted.
+func (f *Folder) Classes() []string { return f.classes }
+
+// String names the source as folder:ROOT.
+func (f *Folder) String() string { return "folder:" + f.root }
+
+// Close does nothing: files are opened per sample.
+func (f *Folder) Close() error { return nil }
+
+// Path returns the path of image i.
+func (f *Folder) Path(i int64) string { return filepath.Join(f.root, f.files[i]) }
+
+// Label returns the label of sample i without decoding it.
+func (f *Folder) Label(i int64) (int32, error) {
+	if i < 0 || i >= f.Len() {
+		return 0, &RecordError{File: f.root, Record: i, Err: ErrIndex}
+	}
+	return f.labels[i], nil
+}
+
+// Sample reads and decodes image i into scratch.
+func (f *Folder) Sample(i int64, scratch []byte) (int32, []byte, error) {
+	if i < 0 || i >= f.Len() {
+		return 0, nil, &RecordError{File: f.root, Record: i, Err: ErrIndex}
+	}
+	name := f.Path(i)
+	buf := f.dec.getBuf()
+	defer f.dec.putBuf(buf)
+	data, err := readFileInto(name, buf)
+	if err == nil {
+		var pix []byte
+		if pix, err = f.dec.decode(data, scratch); err == nil {
+			return f.labels[i], pix, nil
+		}
+	}
+	return 0, nil, &RecordError{File: name, Record: i, Err: err}
+}
+
+// readFileInto reads a whole file into *buf, growing it as needed.
+func readFileInto(name string, buf *[]byte) ([]byte, error) {
+	fh, err := os.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer fh.Close()
+	b := (*buf)[:0]
+	for {
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+		n, err := fh.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	*buf = b
+	return b, nil
+}

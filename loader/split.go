@@ -1,0 +1,176 @@
+package loader
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+
+	"github.com/loaderd/loaderd/augment"
+)
+
+// ErrSplit reports a hold-out that cannot be made (a class too small).
+var ErrSplit = errors.New("invalid split")
+
+// Labeler is implemented by sources that know a sample's label without
+// decoding its pixels (an index of a tar, a label column of a table). Split
+// uses it to scan a dataset's labels in microseconds instead of decoding
+// every image; a source without it is scanned through Sample.
+type Labeler interface {
+	Label(i int64) (int32, error)
+}
+
+// Split returns one part of src: with val set, the last holdoutPerClass
+// samples of every class in index order (the validation part); otherwise
+// all the others (the training part). Both parts keep src's index order,
+// classes and pixel spec, so a class-sorted folder of CIFAR-10 with
+// holdout 1000 gives 40,000 training and 10,000 validation images, the
+// same ones on every run.
+//
+// Split reads every label once, through Label if src is a Labeler and
+// through Sample otherwise, and keeps only the held-out indices (classes ×
+// holdout of them), whichever part is asked for. The part owns src: its
+// Close closes src. A part implements Labeler, and Origin maps a part's
+// index back to src's. Errors from src (which name the file and record)
+// are returned as they are.
+func Split(src Source, holdoutPerClass int, val bool) (Source, error) {
+	if holdoutPerClass < 0 {
+		return nil, fmt.Errorf("loader: split %s: holdout %d per class is negative: %w", src, holdoutPerClass, ErrSplit)
+	}
+	held, err := holdout(src, holdoutPerClass)
+	if err != nil {
+		return nil, err
+	}
+	n := int64(len(held))
+	if !val {
+		n = src.Len() - n
+	}
+	lab, _ := src.(Labeler)
+	return &SplitSource{src: src, lab: lab, held: held, val: val, n: n, k: holdoutPerClass}, nil
+}
+
+// maxSplitClasses bounds the labels of a source that names no classes.
+const maxSplitClasses = 1 << 20
+
+// holdout scans the labels and returns, sorted, the last k indices of every
+// class, keeping one ring of k indices per class.
+func holdout(src Source, k int) ([]int64, error) {
+	lab, _ := src.(Labeler)
+	var scratch []byte
+	if lab == nil {
+		scratch = make([]byte, src.Spec().Bytes())
+	}
+	classes := len(src.Classes())
+	var rings [][]int64 // ring c holds class c's last k indices
+	var counts []int64  // samples seen per class
+	for i := range src.Len() {
+		var label int32
+		var err error
+		if lab != nil {
+			label, err = lab.Label(i)
+		} else {
+			label, _, err = src.Sample(i, scratch)
+		}
+		if err != nil {
+			return nil, err
+		}
+		if label < 0 || (classes > 0 && int(label) >= classes) || (classes == 0 && label >= maxSplitClasses) {
+			return nil, &RecordError{File: src.String(), Record: i, Err: fmt.Errorf("%w: label %d of %d classes", ErrLabel, label, classes)}
+		}
+		for int(label) >= len(rings) {
+			rings = append(rings, make([]int64, k))
+			counts = append(counts, 0)
+		}
+		if k > 0 {
+			rings[label][counts[label]%int64(k)] = i
+		}
+		counts[label]++
+	}
+	var held []int64
+	var errs []error
+	for c, cnt := range counts {
+		if cnt <= int64(k) {
+			errs = append(errs, fmt.Errorf("class %s has %d samples", className(src, c), cnt))
+			continue
+		}
+		held = append(held, rings[c]...)
+	}
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("loader: split %s: holdout of %d per class leaves nothing to train on: %w: %w",
+			src, k, errors.Join(errs...), ErrSplit)
+	}
+	slices.Sort(held)
+	return held, nil
+}
+
+func className(src Source, c int) string {
+	if names := src.Classes(); c < len(names) {
+		return fmt.Sprintf("%d (%s)", c, names[c])
+	}
+	return fmt.Sprint(c)
+}
+
+// SplitSource is one part of a Split. It is safe for concurrent use as
+// its source is.
+type SplitSource struct {
+	src  Source
+	lab  Labeler
+	held []int64 // sorted held-out indices of src
+	val  bool
+	n    int64
+	k    int
+}
+
+// Origin returns the index in the split source of the part's sample i.
+func (s *SplitSource) Origin(i int64) int64 {
+	if s.val {
+		return s.held[i]
+	}
+	// The answer is i + m, m the number of held indices below it: the
+	// largest m with held[m−1] − (m−1) ≤ i, since held[j] − j counts the
+	// kept indices below held[j].
+	m := sort.Search(len(s.held), func(j int) bool { return s.held[j]-int64(j) > i })
+	return i + int64(m)
+}
+
+// Len returns the number of samples in this part.
+func (s *SplitSource) Len() int64 { return s.n }
+
+// Spec returns the split source's pixel spec.
+func (s *SplitSource) Spec() augment.Spec { return s.src.Spec() }
+
+// Classes returns the split source's classes: both parts share them.
+func (s *SplitSource) Classes() []string { return s.src.Classes() }
+
+// String names the part as FORMAT:PATH?holdout=K&part=train|val.
+func (s *SplitSource) String() string {
+	part := "train"
+	if s.val {
+		part = "val"
+	}
+	return fmt.Sprintf("%s?holdout=%d&part=%s", s.src, s.k, part)
+}
+
+// Close closes the split source.
+func (s *SplitSource) Close() error { return s.src.Close() }
+
+// Sample returns the part's sample i (the source's sample Origin(i)).
+func (s *SplitSource) Sample(i int64, scratch []byte) (int32, []byte, error) {
+	if i < 0 || i >= s.n {
+		return 0, nil, &RecordError{File: s.String(), Record: i, Err: ErrIndex}
+	}
+	return s.src.Sample(s.Origin(i), scratch)
+}
+
+// Label returns the part's label i, without decoding when the source is a
+// Labeler.
+func (s *SplitSource) Label(i int64) (int32, error) {
+	if i < 0 || i >= s.n {
+		return 0, &RecordError{File: s.String(), Record: i, Err: ErrIndex}
+	}
+	if s.lab != nil {
+		return s.lab.Label(s.Origin(i))
+	}
+	label, _, err := s.src.Sample(s.Origin(i), make([]byte, s.src.Spec().Bytes()))
+	return label, err
+}

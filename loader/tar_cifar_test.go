@@ -1,0 +1,138 @@
+package loader
+
+import (
+	"archive/tar"
+	"bytes"
+	"image/jpeg"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+)
+
+// cifarJPEGTar is the real CIFAR-10 training split as JPEGs in an
+// image-folder layout (train/CLASS/NNNN.jpg), shared by the project.
+const cifarJPEGTar = "../../shared/data/cifar10-train-jpg.tar"
+
+func needCIFARJPEGs(t testing.TB) string {
+	t.Helper()
+	if _, err := os.Stat(cifarJPEGTar); os.IsNotExist(err) {
+		t.Skipf("skipped: %s is absent (the real CIFAR-10 JPEGs; see ../shared/data/README.md)", cifarJPEGTar)
+	}
+	return cifarJPEGTar
+}
+
+func untar(archive, dir string) error {
+	f, err := os.Open(archive)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	tr := tar.NewReader(f)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		p := filepath.Join(dir, filepath.FromSlash(h.Name))
+		switch h.Typeflag {
+		case tar.TypeDir:
+			err = os.MkdirAll(p, 0o755)
+		case tar.TypeReg:
+			var b []byte
+			if b, err = io.ReadAll(tr); err == nil {
+				err = os.WriteFile(p, b, 0o644)
+			}
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// TestCIFARTarMatchesFolder: the tar source and the extracted folder give
+// the same 50,000 samples, pixel for pixel and label for label, in the
+// same order; 10 classes of 5,000; and the pixels are image/jpeg's.
+func TestCIFARTarMatchesFolder(t *testing.T) {
+	path := needCIFARJPEGs(t)
+	ts, err := OpenTar(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ts.Close()
+	dir := t.TempDir()
+	if err := untar(path, dir); err != nil {
+		t.Fatal(err)
+	}
+	fs, err := OpenFolder(filepath.Join(dir, "train"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fs.Close()
+
+	if ts.Len() != 50000 || fs.Len() != 50000 {
+		t.Fatalf("tar has %d samples, folder %d; want 50000", ts.Len(), fs.Len())
+	}
+	if !slices.Equal(ts.Classes(), CIFAR10Classes) || !slices.Equal(fs.Classes(), CIFAR10Classes) {
+		t.Fatalf("classes %v and %v, want %v", ts.Classes(), fs.Classes(), CIFAR10Classes)
+	}
+	if ts.Spec() != fs.Spec() || ts.Spec().Bytes() != 32*32*3 {
+		t.Fatalf("specs %v and %v", ts.Spec(), fs.Spec())
+	}
+	counts := make([]int, 10)
+	for i := range ts.Len() {
+		l, _ := ts.Label(i)
+		counts[l]++
+	}
+	for c, n := range counts {
+		if n != 5000 {
+			t.Errorf("class %s has %d samples, want 5000", CIFAR10Classes[c], n)
+		}
+	}
+
+	// Two goroutines, as two workers would, each over half the indices.
+	var wg sync.WaitGroup
+	errs := make(chan error, 2)
+	for w := range int64(2) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			a, b := make([]byte, 3072), make([]byte, 3072)
+			for i := w; i < ts.Len(); i += 2 {
+				la, pa, err := ts.Sample(i, a)
+				if err != nil {
+					errs <- err
+					return
+				}
+				lb, pb, err := fs.Sample(i, b)
+				if err != nil {
+					errs <- err
+					return
+				}
+				name := ts.Member(i)
+				if la != lb || !bytes.Equal(pa, pb) || filepath.Base(name[:len(name)-1]) != filepath.Base(fs.Path(i)) {
+					t.Errorf("sample %d: tar %s label %d, folder %s label %d, pixels equal: %v",
+						i, name, la, fs.Path(i), lb, bytes.Equal(pa, pb))
+					return
+				}
+				if i%97 == 0 { // a sample against image/jpeg through At()
+					want := referenceRGB(t, ts.data(i), jpeg.Decode)
+					if !bytes.Equal(pa, want) {
+						t.Errorf("sample %d (%s): pixels differ from image/jpeg's", i, name)
+						return
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+}
