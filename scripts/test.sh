@@ -17,7 +17,9 @@ go test -count=1 -race ./sampler/... ./pinned/... ./loader/... ./internal/... ./
 
 # Fuzz each decoder entry point for a bounded time (the seed corpora ran above).
 fuzz() { go test -run '^$' -fuzz "^$2\$" -fuzztime "${FUZZTIME:-10s}" "$1"; }
-for target in $(go test -list '^Fuzz' ./loader/ 2>/dev/null | grep '^Fuzz' || true); do
-  fuzz ./loader/ "$target"
+for pkg in ./loader/ ./internal/jpegdec/; do
+  targets=$(go test -list '^Fuzz' "$pkg" | grep '^Fuzz' || true)
+  [ -n "$targets" ] || { echo "no fuzz targets in $pkg"; exit 1; }
+  for target in $targets; do fuzz "$pkg" "$target"; done
 done
 echo "scripts/test.sh: all checks passed"
