@@ -3,6 +3,7 @@ module github.com/loaderd/loaderd
 go 1.26.8
 
 require (
+	github.com/NVIDIA/go-nvml v0.13.3-0
 	github.com/apache/arrow-go/v18 v18.8.0
 	github.com/prometheus/client_golang v1.25.0
 	golang.org/x/image v0.47.0
@@ -12,7 +13,6 @@ require (
 )
 
 require (
-	github.com/NVIDIA/go-nvml v0.13.3-0 // indirect
 	github.com/andybalholm/brotli v1.2.3 // indirect
 	github.com/apache/thrift v0.24.0 // indirect
 	github.com/beorn7/perks v1.0.1 // indirect

@@ -1,5 +1,7 @@
-// Command trainer consumes batches from loaderd.
+// Command trainer trains on and consumes batches from loaderd.
 //
+//	trainer train [flags]     train an image classifier on batches from loaderd
+//	trainer devices [flags]   list GPUs (NVML) or the CPU devices used instead
 //	trainer consume [flags]   read a stream and report images/s and time waiting
 package main
 
@@ -16,6 +18,8 @@ import (
 const usage = `usage: trainer <command> [flags]
 
 commands:
+  train     train an image classifier (MLP or CNN) on batches streamed from loaderd
+  devices   list the GPUs (count, name, memory, utilisation) or the CPU devices used instead
   consume   read batches from loaderd and report images/s and the share of time waiting
   datasets  list the daemon's datasets
 
@@ -31,6 +35,10 @@ func main() {
 	defer stop()
 	var err error
 	switch cmd, args := os.Args[1], os.Args[2:]; cmd {
+	case "train":
+		err = trainMain(ctx, args)
+	case "devices":
+		err = devicesMain(ctx, args)
 	case "consume":
 		err = consumeMain(ctx, args)
 	case "datasets":

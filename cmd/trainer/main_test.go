@@ -1,0 +1,123 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/loaderd/loaderd/internal/server"
+	"github.com/loaderd/loaderd/loader"
+	"github.com/loaderd/loaderd/trainer"
+)
+
+// TestMain lets the test binary act as the trainer command, so tests run
+// the real main (NVML probing included) in a child process.
+func TestMain(m *testing.M) {
+	if os.Getenv("TRAINER_TEST_MAIN") == "1" {
+		main()
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// runTrainer runs the command with args and returns stdout, stderr and
+// the exit code.
+func runTrainer(t *testing.T, args ...string) (string, string, int) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = append(os.Environ(), "TRAINER_TEST_MAIN=1")
+	var out, errb strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return out.String(), errb.String(), code
+}
+
+// TestDevicesCommand runs `trainer devices` in its own process: without
+// the NVIDIA library it must say so, list the CPU devices and exit 0 (a
+// stray NVML call after the failed load would end it with status 127).
+func TestDevicesCommand(t *testing.T) {
+	out, errs, code := runTrainer(t, "devices", "--devices", "2", "--goroutines", "1")
+	t.Logf("stdout:\n%s", out)
+	if code != 0 {
+		t.Fatalf("exit %d, stderr %q", code, errs)
+	}
+	if !strings.Contains(out, "  cpu:0  1 goroutine(s)\n  cpu:1  1 goroutine(s)\n") {
+		t.Errorf("CPU devices not listed:\n%s", out)
+	}
+	if !strings.Contains(out, " GPU(s)\n") && !strings.Contains(out, ": using CPU devices\n") {
+		t.Errorf("neither GPUs nor the reason for none:\n%s", out)
+	}
+	if _, err := os.Stat("/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1"); os.IsNotExist(err) &&
+		!strings.HasPrefix(out, "no NVIDIA driver found (libnvidia-ml.so.1): using CPU devices\n") &&
+		!strings.HasPrefix(out, "NVML not compiled in") {
+		t.Errorf("no library here, but the output does not say so:\n%s", out)
+	}
+}
+
+func startDaemon(t *testing.T) string {
+	srv, err := server.New(server.Options{Workers: 2, Logger: slog.New(slog.DiscardHandler), AckTimeout: 10 * time.Second},
+		&server.Dataset{Name: "train", Spec: "synthetic", Source: loader.NewSynthetic(256, 0)},
+		&server.Dataset{Name: "val", Spec: "synthetic", Source: loader.NewSynthetic(64, 3)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve(lis)
+	t.Cleanup(func() { srv.Shutdown(context.Background()) })
+	return lis.Addr().String()
+}
+
+// TestTrainCommand trains the MLP for one short epoch through the command,
+// reads its JSON summary, then runs it again: the checkpoint says the run
+// is finished, so nothing is trained twice.
+func TestTrainCommand(t *testing.T) {
+	addr := startDaemon(t)
+	ckpt := filepath.Join(t.TempDir(), "mlp.ckpt")
+	args := []string{"train", "--addr", addr, "--dataset", "train", "--eval", "val", "--model", "mlp",
+		"--devices", "2", "--batch", "32", "--epochs", "1", "--checkpoint", ckpt, "--json"}
+	for run := range 2 {
+		out, errs, code := runTrainer(t, args...)
+		if code != 0 {
+			t.Fatalf("run %d: exit %d\n%s", run, code, errs)
+		}
+		var res trainer.TrainResult
+		if err := json.Unmarshal([]byte(out), &res); err != nil {
+			t.Fatalf("run %d: %v\n%s", run, err, out)
+		}
+		wantImages := []int64{256, 0}[run]
+		if !res.Done || res.Steps != 8 || res.Images != wantImages || len(res.Epochs) != 1 || res.Final() == nil {
+			t.Errorf("run %d: %s", run, out)
+		}
+		if run == 0 && !strings.Contains(errs, "epoch 1/1: train loss") {
+			t.Errorf("no epoch line on stderr:\n%s", errs)
+		}
+	}
+}
+
+func TestTrainCommandRejectsFlags(t *testing.T) {
+	_, errs, code := runTrainer(t, "train", "--model", "vgg", "--mode", "zero", "--transport", "tcp", "--lr", "-1")
+	if code != 1 {
+		t.Errorf("exit %d, want 1", code)
+	}
+	for _, w := range []string{`--transport "tcp"`, `model "vgg"`, `mode "zero"`, "lr -1"} {
+		if !strings.Contains(errs, w) {
+			t.Errorf("stderr lacks %q:\n%s", w, errs)
+		}
+	}
+}

@@ -1,0 +1,139 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/loaderd/loaderd/trainer"
+)
+
+// trainConfig is `trainer train` as flags give it.
+type trainConfig struct {
+	Addr      string
+	Transport string
+	JSON      bool
+	Quiet     bool
+	trainer.TrainConfig
+}
+
+func (c *trainConfig) EnsureDefaults() {
+	if c.Addr == "" {
+		c.Addr = "127.0.0.1:50051"
+	}
+	if c.Transport == "" {
+		c.Transport = "inline"
+	}
+	c.SharedMemory = c.Transport == "shm"
+	if c.Name == "" {
+		c.Name = fmt.Sprintf("trainer-%d", os.Getpid())
+	}
+	if !c.Quiet {
+		c.Progress = os.Stderr
+	}
+	c.TrainConfig.EnsureDefaults()
+}
+
+// Validate reports every problem at once.
+func (c *trainConfig) Validate() error {
+	var errs []error
+	if c.Transport != "inline" && c.Transport != "shm" {
+		errs = append(errs, fmt.Errorf("--transport %q: want inline or shm", c.Transport))
+	}
+	if err := c.TrainConfig.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+func trainMain(ctx context.Context, args []string) error {
+	var c trainConfig
+	fs := flag.NewFlagSet("trainer train", flag.ContinueOnError)
+	fs.StringVar(&c.Addr, "addr", "", "daemon address: host:port or unix:///path (default 127.0.0.1:50051)")
+	fs.StringVar(&c.Dataset, "dataset", "", "training dataset (default synthetic)")
+	fs.StringVar(&c.Eval, "eval", "", "dataset to evaluate after every epoch, without random crop or flip")
+	fs.StringVar(&c.Model, "model", "", "mlp or cnn (default cnn: ResNet-8-like, 78k parameters)")
+	fs.IntVar(&c.Devices, "devices", 0, "CPU devices (default 2 on 2 or more cores)")
+	fs.IntVar(&c.Goroutines, "goroutines", 0, "goroutines per device (default GOMAXPROCS / devices)")
+	fs.StringVar(&c.Mode, "mode", "", "dp (DataParallel, one stream) or ddp (a stream and rank per device) (default dp)")
+	fs.BoolVar(&c.SyncBN, "sync-bn", false, "BatchNorm statistics over the global batch")
+	fs.IntVar(&c.Batch, "batch", 0, "global batch size; each ddp rank takes batch/devices (default 128)")
+	fs.IntVar(&c.EvalBatch, "eval-batch", 0, "evaluation batch size (default 256)")
+	fs.IntVar(&c.Epochs, "epochs", 0, "epochs (default 1)")
+	fs.Float64Var(&c.LR, "lr", 0, "peak learning rate (default 0.4 for cnn, 0.02 for mlp)")
+	fs.StringVar(&c.Schedule, "schedule", "", "onecycle or cosine (default onecycle)")
+	fs.Float64Var(&c.Warmup, "warmup", 0, "warm-up in epochs, may be fractional (default: 30% of the run for onecycle, none for cosine)")
+	fs.Float64Var(&c.Momentum, "momentum", 0.9, "SGD momentum")
+	fs.BoolVar(&c.Nesterov, "nesterov", true, "Nesterov momentum")
+	fs.Float64Var(&c.WeightDecay, "wd", 5e-4, "weight decay")
+	fs.Float64Var(&c.LabelSmoothing, "label-smoothing", 0, "label smoothing of the cross-entropy")
+	fs.Uint64Var(&c.Seed, "seed", 0, "shuffle, augmentation and initialisation seed")
+	fs.StringVar(&c.Augment, "augment", "", "training augmentation (default the dataset's: crop, flip, normalize)")
+	fs.StringVar(&c.EvalAugment, "eval-augment", "", "evaluation augmentation (default "+trainer.DefaultEvalAugment+")")
+	fs.StringVar(&c.Checkpoint, "checkpoint", "", "checkpoint file: resumed from if it exists, saved every --checkpoint-every steps, at epoch ends and on interrupt")
+	fs.IntVar(&c.CheckpointEvery, "checkpoint-every", 0, "steps between checkpoints (default 200)")
+	fs.Int64Var(&c.MaxSteps, "max-steps", 0, "stop (with a checkpoint) once this many steps of the run are done")
+	fs.StringVar(&c.Transport, "transport", "", "inline or shm (shared memory, same host) (default inline)")
+	fs.IntVar(&c.Prefetch, "prefetch", 0, "batches each stream receives ahead (default 4)")
+	fs.BoolVar(&c.JSON, "json", false, "print a machine-readable summary on stdout")
+	fs.BoolVar(&c.Quiet, "quiet", false, "no progress lines")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("train: unexpected arguments %q", fs.Args())
+	}
+	c.EnsureDefaults()
+	if err := c.Validate(); err != nil {
+		return err
+	}
+	return runTrain(ctx, c)
+}
+
+func runTrain(ctx context.Context, c trainConfig) error {
+	client, err := trainer.Dial(c.Addr)
+	if err != nil {
+		return err
+	}
+	defer client.Close()
+	res, err := trainer.Train(ctx, client, c.TrainConfig)
+	if res != nil && c.JSON { // stopped runs too: the summary says where
+		enc := json.NewEncoder(os.Stdout)
+		enc.SetIndent("", "  ")
+		if jerr := enc.Encode(res); jerr != nil && err == nil {
+			err = jerr
+		}
+	} else if err == nil {
+		fmt.Println(summary(res))
+	}
+	if errors.Is(err, trainer.ErrStopped) {
+		msg := strings.TrimPrefix(err.Error(), "trainer: ")
+		if c.Checkpoint != "" {
+			return fmt.Errorf("%s\ncheckpoint %s saved: run the same command to resume", msg, c.Checkpoint)
+		}
+		return fmt.Errorf("%s (no --checkpoint: the progress is lost)", msg)
+	}
+	return err
+}
+
+func summary(r *trainer.TrainResult) string {
+	s := fmt.Sprintf("%s (%d parameters), %s on %d devices: %d of %d steps", r.Model, r.Params, r.Mode, r.Devices,
+		r.Steps, r.TotalSteps)
+	if r.Start.Epoch > 0 || r.Start.Batch > 0 {
+		s += fmt.Sprintf(" (resumed at %v)", r.Start)
+	}
+	s += fmt.Sprintf(", %d images in %v: %.0f images/s, waiting for data %.1f%% of step time",
+		r.Images, time.Duration(r.Seconds*float64(time.Second)).Round(time.Second), r.ImagesPerSec, 100*r.WaitShare)
+	if ev := r.Final(); ev != nil {
+		s += fmt.Sprintf("\nfinal evaluation: accuracy %.2f%%, loss %.4f on %d images", 100*ev.Accuracy, ev.Loss, ev.Images)
+	}
+	if !r.Done {
+		s += fmt.Sprintf("\nstopped at %v (--max-steps); the checkpoint resumes there", r.Position)
+	}
+	return s
+}

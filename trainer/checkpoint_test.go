@@ -1,0 +1,85 @@
+package trainer
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/loaderd/loaderd/sampler"
+)
+
+func TestCheckpointRoundTrip(t *testing.T) {
+	c := validConfig()
+	ck := &Checkpoint{Model: []byte("model bytes"), Optimizer: []byte{1, 2, 3},
+		Meta: CheckpointMeta{Version: 1, Fingerprint: c.fingerprint(), Position: sampler.Position{Epoch: 2, Batch: 7},
+			Steps: 57, Epoch: meter{LossSum: 3.5, N: 10}, Epochs: []EpochResult{{Epoch: 0, Loss: 1.5, Eval: &EvalResult{Accuracy: 0.5}}}}}
+	path := filepath.Join(t.TempDir(), "run.ckpt")
+	if err := ck.WriteFile(path); err != nil {
+		t.Fatal(err)
+	}
+	if err := ck.WriteFile(path); err != nil { // overwrite in place
+		t.Fatal(err)
+	}
+	got, err := ReadCheckpoint(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got.Model, ck.Model) || !bytes.Equal(got.Optimizer, ck.Optimizer) || got.Meta.Position != ck.Meta.Position ||
+		got.Meta.Steps != 57 || got.Meta.Epoch != ck.Meta.Epoch || got.Meta.Epochs[0].Eval.Accuracy != 0.5 ||
+		len(got.Meta.Fingerprint.diff(c.fingerprint())) != 0 {
+		t.Errorf("read back %+v", got)
+	}
+	if left, _ := filepath.Glob(path + ".tmp*"); len(left) != 0 {
+		t.Errorf("temporary files left: %v", left)
+	}
+	if _, err := ReadCheckpoint(path + ".missing"); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("missing file: %v", err)
+	}
+}
+
+func TestCheckpointCorrupt(t *testing.T) {
+	var buf bytes.Buffer
+	ck := &Checkpoint{Model: []byte("m"), Optimizer: []byte("o"), Meta: CheckpointMeta{Version: 1}}
+	if err := ck.Encode(&buf); err != nil {
+		t.Fatal(err)
+	}
+	good := buf.Bytes()
+	flip := append([]byte(nil), good...)
+	flip[20] ^= 1
+	cases := map[string][]byte{
+		"empty":       nil,
+		"magic":       append([]byte("XXXXXXXX"), good[8:]...),
+		"bit flip":    flip,
+		"truncated":   good[:len(good)-9],
+		"not a file":  []byte("LDTRAIN1\x00\x00"),
+		"only header": good[:12],
+	}
+	for name, data := range cases {
+		if _, err := DecodeCheckpoint(data); !errors.Is(err, ErrCheckpoint) {
+			t.Errorf("%s: err = %v", name, err)
+		}
+	}
+	if _, err := DecodeCheckpoint(good); err != nil {
+		t.Errorf("intact: %v", err)
+	}
+}
+
+func TestFingerprintDiff(t *testing.T) {
+	a := validConfig()
+	b := a
+	b.Batch, b.Mode, b.Devices, b.LR = 256, "ddp", 4, 0.1
+	d := strings.Join(a.fingerprint().diff(b.fingerprint()), "; ")
+	for _, w := range []string{"batch: checkpoint 128, now 256", "mode: checkpoint dp, now ddp", "world: checkpoint 1, now 4", "lr: checkpoint 0.4, now 0.1"} {
+		if !strings.Contains(d, w) {
+			t.Errorf("diff %q lacks %q", d, w)
+		}
+	}
+	c := a
+	c.Devices, c.Prefetch = 8, 2 // dp: devices do not change which batches come
+	if d := a.fingerprint().diff(c.fingerprint()); len(d) != 0 {
+		t.Errorf("dp device count should not matter: %v", d)
+	}
+}

@@ -1,0 +1,317 @@
+package trainer
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+	"time"
+	"unsafe"
+
+	"github.com/loaderd/loaderd/augment"
+	pb "github.com/loaderd/loaderd/proto/loaderd/v1"
+	"github.com/loaderd/loaderd/sampler"
+	"github.com/loaderd/loaderd/trainer/nn"
+	"github.com/loaderd/loaderd/trainer/optim"
+	"github.com/loaderd/loaderd/trainer/parallel"
+	"github.com/loaderd/loaderd/trainer/tensor"
+)
+
+// stepStats is one training step over the global batch.
+type stepStats struct {
+	parallel.Stats
+	pos  sampler.Position // the batch trained on
+	wait time.Duration    // blocked waiting for it (the slowest rank in ddp)
+}
+
+// engine trains one model on K devices from batches it pulls itself.
+type engine interface {
+	// step fetches the next global batch and trains on it. A fetch error
+	// is returned as a *fetchError: the model is then unchanged.
+	step(ctx context.Context, lr float64) (stepStats, error)
+	// models returns one replica per device, identical in weights.
+	models() []*nn.Model
+	// state returns replica 0's model and optimizer, as checkpoints hold them.
+	state() (model, opt []byte, err error)
+	// restore loads a checkpoint's state into every replica.
+	restore(model, opt []byte) error
+	// open starts the training streams at start and returns the batches
+	// per epoch.
+	open(ctx context.Context, c *Client, cfg *TrainConfig, start sampler.Position) (int64, error)
+	close()
+}
+
+// fetchError marks a failure to get a batch, before any computation.
+type fetchError struct{ err error }
+
+func (e *fetchError) Error() string { return e.err.Error() }
+func (e *fetchError) Unwrap() error { return e.err }
+
+// mlpHidden are the hidden widths of the MLP model (3072-512-256-10).
+var mlpHidden = []int{512, 256}
+
+// builder returns the module constructor for cfg's model.
+func builder(cfg *TrainConfig) parallel.Builder {
+	if cfg.Model == "mlp" {
+		return func() (nn.Module, error) { return nn.NewMLP(nn.CIFAR, mlpHidden, 10), nil }
+	}
+	shape := cfg.CNN
+	return func() (nn.Module, error) { return nn.NewCNN(shape) }
+}
+
+func parallelConfig(c *TrainConfig) parallel.Config {
+	return parallel.Config{In: nn.CIFAR, Seed: c.Seed, Smoothing: float32(c.LabelSmoothing), SyncBN: c.SyncBN,
+		SGD: optim.SGDConfig{Momentum: c.Momentum, Nesterov: c.Nesterov, WeightDecay: c.WeightDecay}}
+}
+
+// streamConfig is rank r's training stream, from position start.
+func streamConfig(c *TrainConfig, rank int, start sampler.Position) StreamConfig {
+	w := c.world()
+	return StreamConfig{Dataset: c.Dataset, Rank: rank, World: w, BatchSize: c.Batch / w, Seed: c.Seed,
+		DropLastBatch: true, Start: start, Epochs: int64(c.Epochs) - start.Epoch, Augment: c.Augment,
+		DType: augment.F32, Layout: augment.CHW, SharedMemory: c.SharedMemory, Prefetch: c.Prefetch,
+		Name: fmt.Sprintf("%s-rank%d", c.Name, rank)}
+}
+
+// checkHeader makes sure a stream delivers what the models take.
+func checkHeader(h *pb.StreamHeader, dataset string) error {
+	s := h.GetSampleShape()
+	if h.GetDtype() != pb.DType_DTYPE_F32 || h.GetLayout() != pb.Layout_LAYOUT_CHW || len(s) != 3 ||
+		s[0] != int64(nn.CIFAR.C) || s[1] != int64(nn.CIFAR.H) || s[2] != int64(nn.CIFAR.W) {
+		return fmt.Errorf("trainer: dataset %q gives %v samples of %v %v; the models take 3×32×32 f32 CHW: %w",
+			dataset, s, h.GetDtype(), h.GetLayout(), ErrTrainConfig)
+	}
+	return nil
+}
+
+// floats views a batch's f32 bytes as []float32 without a copy when the
+// host is little-endian and the bytes aligned (ring slots and shared-memory
+// batches are), else decodes into *spare.
+func floats(b []byte, spare *[]float32) []float32 {
+	if len(b) == 0 {
+		return nil
+	}
+	if littleEndian && uintptr(unsafe.Pointer(&b[0]))%4 == 0 {
+		return unsafe.Slice((*float32)(unsafe.Pointer(&b[0])), len(b)/4)
+	}
+	n := len(b) / 4
+	if cap(*spare) < n {
+		*spare = make([]float32, n)
+	}
+	out := (*spare)[:n]
+	for i := range out {
+		out[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+	}
+	return out
+}
+
+var littleEndian = func() bool { x := uint16(1); return *(*byte)(unsafe.Pointer(&x)) == 1 }()
+
+// dpEngine is DataParallel fed by one stream of global batches.
+type dpEngine struct {
+	dp    *parallel.DataParallel
+	s     *Stream
+	spare []float32
+}
+
+func (e *dpEngine) step(ctx context.Context, lr float64) (stepStats, error) {
+	t0 := time.Now()
+	b, err := e.s.Next(ctx)
+	if err != nil {
+		return stepStats{}, &fetchError{fmt.Errorf("trainer: training stream: %w", err)}
+	}
+	wait := time.Since(t0)
+	st, err := e.dp.Step(floats(b.Data, &e.spare), b.Labels, lr)
+	pos := sampler.Position{Epoch: b.Epoch, Batch: b.Index}
+	if rerr := b.Release(); err == nil && rerr != nil {
+		err = rerr
+	}
+	return stepStats{Stats: st, pos: pos, wait: wait}, err
+}
+
+func (e *dpEngine) models() []*nn.Model {
+	ms := make([]*nn.Model, e.dp.Devices())
+	for i := range ms {
+		ms[i] = e.dp.Model(i)
+	}
+	return ms
+}
+
+func (e *dpEngine) state() ([]byte, []byte, error) { return saveState(e.dp.Model(0), e.dp.Optimizer()) }
+
+func (e *dpEngine) restore(model, opt []byte) error {
+	if err := loadState(e.dp.Model(0), e.dp.Optimizer(), model, opt); err != nil {
+		return err
+	}
+	return e.dp.Broadcast()
+}
+
+func (e *dpEngine) close() {
+	if e.s != nil {
+		e.s.Close()
+	}
+}
+
+// ddpEngine runs one Rank per device, each on its own stream (rank r of
+// world K), stepping together: every step starts a goroutine per rank.
+type ddpEngine struct {
+	ranks   []*parallel.Rank
+	streams []*Stream
+	spare   [][]float32
+	res     []stepStats
+	errs    []error
+}
+
+func (e *ddpEngine) step(ctx context.Context, lr float64) (stepStats, error) {
+	var wg sync.WaitGroup
+	for r := range e.ranks {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			e.res[r], e.errs[r] = e.rankStep(ctx, r, lr)
+		}()
+	}
+	wg.Wait()
+	// A rank that could not fetch its batch aborted the others' collectives:
+	// report its error, which says that no model changed.
+	var first error
+	for _, err := range e.errs {
+		var fe *fetchError
+		if errors.As(err, &fe) {
+			return stepStats{}, err
+		}
+		if first == nil {
+			first = err
+		}
+	}
+	if first != nil {
+		return stepStats{}, first
+	}
+	out := e.res[0]
+	for r := range e.res {
+		if e.res[r].pos != out.pos {
+			return stepStats{}, fmt.Errorf("trainer: rank %d trained on %v, rank 0 on %v", r, e.res[r].pos, out.pos)
+		}
+		out.wait = max(out.wait, e.res[r].wait)
+	}
+	return out, nil
+}
+
+func (e *ddpEngine) rankStep(ctx context.Context, r int, lr float64) (stepStats, error) {
+	t0 := time.Now()
+	b, err := e.streams[r].Next(ctx)
+	if err != nil {
+		// The other ranks wait in the step's first collective: release them.
+		// No rank has changed its model yet.
+		e.ranks[r].Collective().Abort(err)
+		return stepStats{}, &fetchError{fmt.Errorf("trainer: rank %d's training stream: %w", r, err)}
+	}
+	wait := time.Since(t0)
+	st, err := e.ranks[r].Step(floats(b.Data, &e.spare[r]), b.Labels, lr)
+	pos := sampler.Position{Epoch: b.Epoch, Batch: b.Index}
+	if rerr := b.Release(); err == nil && rerr != nil {
+		err = rerr
+	}
+	return stepStats{Stats: st, pos: pos, wait: wait}, err
+}
+
+func (e *ddpEngine) models() []*nn.Model {
+	ms := make([]*nn.Model, len(e.ranks))
+	for i, r := range e.ranks {
+		ms[i] = r.Model()
+	}
+	return ms
+}
+
+func (e *ddpEngine) state() ([]byte, []byte, error) {
+	return saveState(e.ranks[0].Model(), e.ranks[0].Optimizer())
+}
+
+func (e *ddpEngine) restore(model, opt []byte) error {
+	for _, r := range e.ranks {
+		if err := loadState(r.Model(), r.Optimizer(), model, opt); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (e *ddpEngine) close() {
+	for _, s := range e.streams {
+		s.Close()
+	}
+}
+
+func saveState(m *nn.Model, o *optim.SGD) ([]byte, []byte, error) {
+	var mb, ob bytes.Buffer
+	if err := m.Save(&mb); err != nil {
+		return nil, nil, err
+	}
+	if err := o.Save(&ob); err != nil {
+		return nil, nil, err
+	}
+	return mb.Bytes(), ob.Bytes(), nil
+}
+
+func loadState(m *nn.Model, o *optim.SGD, model, opt []byte) error {
+	if err := m.Load(bytes.NewReader(model)); err != nil {
+		return fmt.Errorf("%w: %w", ErrCheckpoint, err)
+	}
+	if err := o.Load(bytes.NewReader(opt)); err != nil {
+		return fmt.Errorf("%w: %w", ErrCheckpoint, err)
+	}
+	return nil
+}
+
+// newEngine builds the replicas on devs; open starts their streams.
+func newEngine(cfg *TrainConfig, devs []tensor.Device) (engine, error) {
+	build, pc := builder(cfg), parallelConfig(cfg)
+	if cfg.Mode == "dp" {
+		dp, err := parallel.NewDataParallel(devs, build, pc)
+		if err != nil {
+			return nil, err
+		}
+		return &dpEngine{dp: dp}, nil
+	}
+	ranks, err := parallel.NewDDP(devs, build, pc)
+	if err != nil {
+		return nil, err
+	}
+	k := len(devs)
+	return &ddpEngine{ranks: ranks, spare: make([][]float32, k), res: make([]stepStats, k), errs: make([]error, k)}, nil
+}
+
+func (e *dpEngine) open(ctx context.Context, c *Client, cfg *TrainConfig, start sampler.Position) (int64, error) {
+	s, err := c.Open(ctx, streamConfig(cfg, 0, start))
+	if err != nil {
+		return 0, err
+	}
+	e.s = s
+	if err := checkHeader(s.Header(), cfg.Dataset); err != nil {
+		return 0, err
+	}
+	return s.Header().GetBatchesPerEpoch(), nil
+}
+
+func (e *ddpEngine) open(ctx context.Context, c *Client, cfg *TrainConfig, start sampler.Position) (int64, error) {
+	for r := range e.ranks {
+		s, err := c.Open(ctx, streamConfig(cfg, r, start))
+		if err != nil {
+			return 0, err
+		}
+		e.streams = append(e.streams, s)
+		if err := checkHeader(s.Header(), cfg.Dataset); err != nil {
+			return 0, err
+		}
+	}
+	bpe := e.streams[0].Header().GetBatchesPerEpoch()
+	for r, s := range e.streams {
+		if s.Header().GetBatchesPerEpoch() != bpe {
+			return 0, fmt.Errorf("trainer: rank %d has %d batches per epoch, rank 0 %d", r, s.Header().GetBatchesPerEpoch(), bpe)
+		}
+	}
+	return bpe, nil
+}
