@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 )
 
@@ -54,7 +55,8 @@ func main() {
 		os.Exit(0)
 	}
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "trainer:", err)
+		// Package errors carry their own prefix; do not print it twice.
+		fmt.Fprintln(os.Stderr, "trainer:", strings.TrimPrefix(err.Error(), "trainer: "))
 		os.Exit(1)
 	}
 }
