@@ -6,6 +6,9 @@ export PATH="$PATH:/usr/local/go/bin"
 # go-nvml's cgo prints deprecation warnings from NVIDIA's header; they are noise.
 export CGO_CFLAGS="${CGO_CFLAGS:--O2 -g -Wno-deprecated-declarations}"
 export PATH="$PATH:$(go env GOPATH)/bin"
+# Compiling every CUDA kernel with NVRTC is a test, not an optional extra
+# (scripts/nvrtc-setup.sh installs it).
+export LOADERD_REQUIRE_NVRTC="${LOADERD_REQUIRE_NVRTC:-1}"
 
 # grpcurl is the outside client the reflection and health test drives.
 command -v grpcurl >/dev/null || go install github.com/fullstorydev/grpcurl/cmd/grpcurl@v1.9.4

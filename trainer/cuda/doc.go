@@ -1,0 +1,25 @@
+// Package cuda implements tensor.Device on NVIDIA GPUs without cgo: the
+// CUDA driver, NVRTC and cuBLAS are loaded at run time (package driver),
+// and the layer kernels are CUDA C sources embedded in package kernels,
+// compiled by NVRTC for the GPU's architecture at New and cached as PTX.
+//
+// A Device is one CUDA stream on the device's primary context. Kernel
+// methods validate their arguments exactly as the CPU device does, then
+// queue one launch; argument errors, launch failures and bad labels found
+// by the loss kernels are sticky and reported by Sync (and Err), which is
+// the tensor package's error model. CopyIn is asynchronous: the host slice
+// must stay untouched until the next Sync; memory registered with
+// RegisterHost (loaderd's shared-memory batches) makes such copies DMA and
+// lets them overlap compute. CopyOut synchronises. GEMM runs on cuBLAS
+// (TF32 tensor cores only with Config.TF32); without cuBLAS a reference
+// kernel computes it.
+//
+// Without a driver New returns an error wrapping ErrNoDriver (and a
+// *driver.LibError naming the paths searched); it never panics, so callers
+// can fall back to tensor.CPU.
+//
+// Concurrency: like a CUDA stream, a Device and its Buffers must be used
+// by one goroutine at a time; different Devices may be driven from
+// different goroutines. Every call makes the device's context current on
+// its (locked) OS thread, so goroutines may move between threads freely.
+package cuda
