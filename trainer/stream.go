@@ -37,8 +37,8 @@ type StreamConfig struct {
 	Prefetch      int  // batches received ahead of the caller (the ring); default 4
 	IncludeParams bool // receive each sample's crop and flip
 	Name          string
-	Reconnects    int           // times to resume after the daemon goes away; default 5
-	ReconnectWait time.Duration // how long one reconnect may wait for the daemon; default 10 s
+	Reconnects    int           // times the stream may resume after the daemon goes away; default 5
+	ReconnectWait time.Duration // how long one resume keeps trying to reach the daemon; default 10 s
 }
 
 // Batch is one received batch. Data stays valid until Release.
@@ -318,16 +318,31 @@ func (s *Stream) resumable(err error) bool {
 		s.err = io.EOF
 		return false
 	}
-	for attempt := 1; attempt <= s.cfg.Reconnects; attempt++ {
-		if cerr := s.connect(s.ctx, true); cerr == nil {
+	s.mu.Lock()
+	resumes := s.stats.Reconnects
+	s.mu.Unlock()
+	if resumes >= s.cfg.Reconnects {
+		s.err = fmt.Errorf("trainer: stream lost at %v after %d resumes: %w", s.next, resumes, err)
+		return false
+	}
+	// Retry until ReconnectWait has passed: a daemon that is stopping
+	// refuses at once, and its successor may take a while to listen.
+	deadline := time.Now().Add(s.cfg.ReconnectWait)
+	for backoff := 50 * time.Millisecond; ; backoff = min(2*backoff, time.Second) {
+		cerr := s.connect(s.ctx, true)
+		if cerr == nil {
 			s.mu.Lock()
 			s.stats.Reconnects++
 			s.mu.Unlock()
 			return true
-		} else if s.ctx.Err() != nil {
+		}
+		err = cerr
+		if s.ctx.Err() != nil || time.Now().Add(backoff).After(deadline) {
 			break
-		} else {
-			err = cerr
+		}
+		select {
+		case <-time.After(backoff):
+		case <-s.ctx.Done():
 		}
 	}
 	s.err = fmt.Errorf("trainer: stream lost at %v: %w", s.next, err)
