@@ -85,7 +85,8 @@ func sniff(data []byte) int {
 			return fmtTIFF
 		}
 	case 'R':
-		if len(data) >= 12 && string(data[:4]) == "RIFF" && string(data[8:12]) == "WEBP" {
+		// The same magic golang.org/x/image/webp registers: RIFF????WEBPVP8.
+		if len(data) >= 15 && string(data[:4]) == "RIFF" && string(data[8:15]) == "WEBPVP8" {
 			return fmtWebP
 		}
 	}
