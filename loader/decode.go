@@ -77,7 +77,8 @@ func sniff(data []byte) int {
 			return fmtGIF
 		}
 	case 'B':
-		if data[1] == 'M' {
+		// The magic golang.org/x/image/bmp registers: BM????\0\0\0\0.
+		if len(data) >= 10 && data[1] == 'M' && string(data[6:10]) == "\x00\x00\x00\x00" {
 			return fmtBMP
 		}
 	case 'I', 'M':

@@ -1,6 +1,8 @@
 package server
 
 import (
+	"sync"
+
 	"google.golang.org/grpc/encoding"
 	_ "google.golang.org/grpc/encoding/proto" // registers the "proto" codec we delegate to
 	"google.golang.org/grpc/mem"
@@ -41,6 +43,7 @@ func (codec) Marshal(v any) (mem.BufferSlice, error) {
 	b, err := proto.MarshalOptions{UseCachedSize: true}.MarshalAppend(b, ob.batch)
 	if err != nil {
 		wirepool.Pool.Put(buf)
+		ob.Put(nil) // gRPC never sees the tensor: release it here
 		return nil, err
 	}
 	b = protowire.AppendTag(b, 9, protowire.BytesType)
@@ -55,6 +58,7 @@ type outBatch struct {
 	batch *pb.Batch // everything but the tensor
 	data  []byte
 	b     *loader.Batch
+	sends *sync.WaitGroup // the session's count of tensors gRPC holds
 }
 
 // Get is never called: the buffer is created around the slot.
@@ -62,7 +66,8 @@ func (o *outBatch) Get(int) *[]byte { panic("server: outBatch.Get") }
 
 // Put runs when gRPC has written (or dropped) the tensor.
 func (o *outBatch) Put(*[]byte) {
-	b := o.b
-	o.b, o.data = nil, nil
+	b, sends := o.b, o.sends
+	o.b, o.data, o.sends = nil, nil, nil
 	b.Release()
+	sends.Done()
 }

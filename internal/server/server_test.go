@@ -357,3 +357,37 @@ func TestIncludeParams(t *testing.T) {
 		t.Fatalf("%d batches from batch 3, want 7", n)
 	}
 }
+
+// TestHalfCloseEndsStream: a client that closes its side asks the server
+// to stop; the stream ends with OK and nothing stays in flight.
+func TestHalfCloseEndsStream(t *testing.T) {
+	srv, addr := startServer(t, "127.0.0.1:0", 1000)
+	conn, _ := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	defer conn.Close()
+	for _, tr := range []pb.Transport{pb.Transport_TRANSPORT_INLINE, pb.Transport_TRANSPORT_SHM} {
+		st, err := pb.NewLoaderClient(conn).Stream(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		st.Send(open(&pb.Open{Dataset: "synth", BatchSize: 10, MaxInFlight: 2, Transport: tr}))
+		for range 3 { // the header and a full window of batches, none acked
+			if _, err := st.Recv(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		st.CloseSend()
+		for {
+			_, err := st.Recv()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatalf("%v: stream ended with %v, want OK", tr, err)
+			}
+		}
+		waitFor(t, func() bool { return srv.ActiveStreams() == 0 })
+		if g := gauge(t, srv, "loaderd_batches_in_flight"); g != 0 {
+			t.Fatalf("%v: %v batches still in flight", tr, g)
+		}
+	}
+}

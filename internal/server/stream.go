@@ -65,9 +65,17 @@ func (s *Server) Stream(st pb.Loader_StreamServer) error {
 	s.metrics.slotsLeased.Add(float64(p.cfg.InFlight))
 	log.Info("stream opened", "batch", p.cfg.BatchSize, "transport", h(p.shm), "start", p.cfg.Start, "in_flight", p.inFlight)
 	defer func() {
-		ss.close()
+		// Stop the loader first: releasing the unacked batches must not
+		// plan new ones into slots the client may still be reading.
 		l.Close()
-		s.slots.put(slots)
+		ss.close()
+		// gRPC may still be copying inline tensors out of their slots;
+		// the pool is reused only once it has let go of all of them.
+		if ss.waitSends(5 * time.Second) {
+			s.slots.put(slots)
+		} else {
+			log.Error("gRPC kept inline batches past the stream's end; not reusing their memory")
+		}
 		s.metrics.streams.Dec()
 		s.metrics.slotsLeased.Sub(float64(p.cfg.InFlight))
 	}()
@@ -116,6 +124,8 @@ type session struct {
 	pending []pending // indexed by seq % window
 	credit  chan struct{}
 	recvErr chan error
+
+	sends sync.WaitGroup // inline tensors handed to gRPC and not yet released
 
 	sent int64
 	next sampler.Position // resume point: the batch after the last one sent
@@ -198,7 +208,9 @@ func (ss *session) send(ctx context.Context) error {
 		params = &pb.AugmentParams{}
 	}
 	for {
-		if err := ss.wait(ctx, ss.credit); err != nil {
+		if err := ss.wait(ctx, ss.credit); err == errClientDone {
+			return nil
+		} else if err != nil {
 			return err
 		}
 		t0 := time.Now()
@@ -245,7 +257,8 @@ func (ss *session) send(ctx context.Context) error {
 			// The codec sends the tensor from its slot; gRPC releases the
 			// batch when the bytes are written.
 			ob := &outs[b.Slot.Index()]
-			ob.batch, ob.data, ob.b = batch, b.Data, b
+			ob.batch, ob.data, ob.b, ob.sends = batch, b.Data, b, &ss.sends
+			ss.sends.Add(1)
 			err = ss.st.SendMsg(ob)
 		}
 		if err != nil {
@@ -266,11 +279,31 @@ func (ss *session) wait(ctx context.Context, ch chan struct{}) error {
 	case err := <-ss.recvErr:
 		ss.recvErr <- err // later waits see it too
 		if err == io.EOF {
-			return nil
+			return errClientDone
 		}
 		return err
 	case <-ctx.Done():
 		return ss.ctxErr(ctx)
+	}
+}
+
+// errClientDone: the client half-closed its side, which asks the server
+// to stop; the stream ends with OK.
+var errClientDone = errors.New("client closed its side")
+
+// waitSends waits until gRPC has released every inline tensor it was
+// given, or the timeout passes; it reports whether all came back.
+func (ss *session) waitSends(timeout time.Duration) bool {
+	done := make(chan struct{})
+	go func() {
+		ss.sends.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return true
+	case <-time.After(timeout):
+		return false
 	}
 }
 
