@@ -27,4 +27,7 @@ for pkg in ./loader/ ./internal/jpegdec/; do
   [ -n "$targets" ] || { echo "no fuzz targets in $pkg"; exit 1; }
   for target in $targets; do fuzz "$pkg" "$target"; done
 done
+# The Python client against a daemon built from this checkout
+# (needs scripts/python-setup.sh's Debian packages).
+./scripts/python-test.sh
 echo "scripts/test.sh: all checks passed"
