@@ -10,8 +10,13 @@ export PATH="$PATH:$(go env GOPATH)/bin"
 # (scripts/nvrtc-setup.sh installs it).
 export LOADERD_REQUIRE_NVRTC="${LOADERD_REQUIRE_NVRTC:-1}"
 
+# What the tests need; each step is quick when already done.
 # grpcurl is the outside client the reflection and health test drives.
 command -v grpcurl >/dev/null || go install github.com/fullstorydev/grpcurl/cmd/grpcurl@v1.9.4
+# NVRTC (Debian non-free) compiles the CUDA kernels to PTX, GPU or not.
+./scripts/nvrtc-setup.sh
+# Debian's torch, torchvision, grpcio, numpy and pytest for the Python client.
+./scripts/python-setup.sh
 
 test -z "$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go') | grep -v '\.pb\.go$' || true)" \
   || { echo "gofmt would change:"; gofmt -l . | grep -v '\.pb\.go$'; exit 1; }
