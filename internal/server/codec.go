@@ -1,7 +1,7 @@
 package server
 
 import (
-	"sync"
+	"sync/atomic"
 
 	"google.golang.org/grpc/encoding"
 	_ "google.golang.org/grpc/encoding/proto" // registers the "proto" codec we delegate to
@@ -58,7 +58,7 @@ type outBatch struct {
 	batch *pb.Batch // everything but the tensor
 	data  []byte
 	b     *loader.Batch
-	sends *sync.WaitGroup // the session's count of tensors gRPC holds
+	sends *atomic.Int64 // the session's count of tensors gRPC holds
 }
 
 // Get is never called: the buffer is created around the slot.
@@ -69,5 +69,5 @@ func (o *outBatch) Put(*[]byte) {
 	b, sends := o.b, o.sends
 	o.b, o.data, o.sends = nil, nil, nil
 	b.Release()
-	sends.Done()
+	sends.Add(-1)
 }

@@ -211,9 +211,9 @@ func TestVanishingClients(t *testing.T) {
 	if g := gauge(t, srv, "loaderd_batches_in_flight"); g != 0 {
 		t.Fatalf("%v batches still in flight", g)
 	}
-	for _, p := range srv.slots.idle {
-		if p.Stats().SlotsInUse != 0 {
-			t.Fatalf("an idle pool has %d slots in use", p.Stats().SlotsInUse)
+	for _, e := range srv.slots.idle {
+		if n := e.p.Stats().SlotsInUse; n != 0 {
+			t.Fatalf("an idle pool has %d slots in use", n)
 		}
 	}
 }

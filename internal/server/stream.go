@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -53,7 +54,7 @@ func (s *Server) Stream(st pb.Loader_StreamServer) error {
 	}
 	l, err := loader.New(s.pool, p.cfg)
 	if err != nil {
-		s.slots.put(slots)
+		s.slots.put(slots, nil)
 		return status.Errorf(codes.InvalidArgument, "%v", err)
 	}
 	ss := &session{srv: s, st: st, l: l, p: p, m: m,
@@ -69,13 +70,9 @@ func (s *Server) Stream(st pb.Loader_StreamServer) error {
 		// plan new ones into slots the client may still be reading.
 		l.Close()
 		ss.close()
-		// gRPC may still be copying inline tensors out of their slots;
-		// the pool is reused only once it has let go of all of them.
-		if ss.waitSends(5 * time.Second) {
-			s.slots.put(slots)
-		} else {
-			log.Error("gRPC kept inline batches past the stream's end; not reusing their memory")
-		}
+		// gRPC may still be copying inline tensors out of their slots:
+		// the cache hands the pool out again only once that is over.
+		s.slots.put(slots, &ss.sends)
 		s.metrics.streams.Dec()
 		s.metrics.slotsLeased.Sub(float64(p.cfg.InFlight))
 	}()
@@ -125,7 +122,7 @@ type session struct {
 	credit  chan struct{}
 	recvErr chan error
 
-	sends sync.WaitGroup // inline tensors handed to gRPC and not yet released
+	sends atomic.Int64 // inline tensors handed to gRPC and not yet released
 
 	sent int64
 	next sampler.Position // resume point: the batch after the last one sent
@@ -290,22 +287,6 @@ func (ss *session) wait(ctx context.Context, ch chan struct{}) error {
 // errClientDone: the client half-closed its side, which asks the server
 // to stop; the stream ends with OK.
 var errClientDone = errors.New("client closed its side")
-
-// waitSends waits until gRPC has released every inline tensor it was
-// given, or the timeout passes; it reports whether all came back.
-func (ss *session) waitSends(timeout time.Duration) bool {
-	done := make(chan struct{})
-	go func() {
-		ss.sends.Wait()
-		close(done)
-	}()
-	select {
-	case <-done:
-		return true
-	case <-time.After(timeout):
-		return false
-	}
-}
 
 // drain waits for the last acks so shared-memory slots stay valid until
 // the client is done with them.
