@@ -49,7 +49,7 @@ func benchE2E(b *testing.B, network string, shm bool, out augment.DType) {
 	defer client.Close()
 	ctx := context.Background()
 	s, err := client.Open(ctx, trainer.StreamConfig{Dataset: "cifar", BatchSize: batchSize, Seed: 1,
-		DType: out, SharedMemory: shm, Prefetch: 4})
+		DType: out, SharedMemory: shm})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -34,12 +34,19 @@ type StreamConfig struct {
 	DType         augment.DType // 0 keeps the spec's
 	Layout        augment.Layout
 	SharedMemory  bool // receive views of the daemon's shared memory (same host only)
-	Prefetch      int  // batches received ahead of the caller (the ring); default 4
+	Prefetch      int  // batches received ahead of the caller (the ring); default DefaultPrefetch
 	IncludeParams bool // receive each sample's crop and flip
 	Name          string
 	Reconnects    int           // times the stream may resume after the daemon goes away; default 5
 	ReconnectWait time.Duration // how long one resume keeps trying to reach the daemon; default 10 s
 }
+
+// DefaultPrefetch is the ring a stream keeps ahead of its caller, and its
+// window of unacknowledged batches. On 2 cores shared with the daemon, 8
+// batches of 256 took shared-memory delivery from 63% to 79% of the
+// in-process rate (BenchmarkE2E): a deeper window rides over scheduling
+// hiccups instead of stalling the workers.
+const DefaultPrefetch = 8
 
 // Batch is one received batch. Data stays valid until Release.
 type Batch struct {
@@ -109,7 +116,7 @@ type Stream struct {
 // Open starts a stream and waits for its header.
 func (c *Client) Open(ctx context.Context, cfg StreamConfig) (*Stream, error) {
 	if cfg.Prefetch == 0 {
-		cfg.Prefetch = 4
+		cfg.Prefetch = DefaultPrefetch
 	}
 	if cfg.Reconnects == 0 {
 		cfg.Reconnects = 5

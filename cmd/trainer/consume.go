@@ -84,7 +84,7 @@ func consumeMain(ctx context.Context, args []string) error {
 	fs.Uint64Var(&c.Seed, "seed", 0, "shuffle and augmentation seed")
 	fs.StringVar(&c.Transport, "transport", "", "inline or shm (shared memory, same host)")
 	fs.StringVar(&c.DType, "dtype", "", "output dtype: f32, f16, bf16, u8 (default the augment spec's)")
-	fs.IntVar(&c.Prefetch, "prefetch", 0, "batches received ahead (default 4)")
+	fs.IntVar(&c.Prefetch, "prefetch", 0, "batches received ahead (default 8)")
 	fs.DurationVar(&c.StepTime, "step-time", 0, "simulated compute per batch")
 	fs.BoolVar(&c.JSON, "json", false, "print a machine-readable summary")
 	if err := fs.Parse(args); err != nil {

@@ -79,7 +79,7 @@ func trainMain(ctx context.Context, args []string) error {
 	fs.IntVar(&c.CheckpointEvery, "checkpoint-every", 0, "steps between checkpoints (default 200)")
 	fs.Int64Var(&c.MaxSteps, "max-steps", 0, "stop (with a checkpoint) once this many steps of the run are done")
 	fs.StringVar(&c.Transport, "transport", "", "inline or shm (shared memory, same host) (default inline)")
-	fs.IntVar(&c.Prefetch, "prefetch", 0, "batches each stream receives ahead (default 4)")
+	fs.IntVar(&c.Prefetch, "prefetch", 0, "batches each stream receives ahead (default 8)")
 	fs.BoolVar(&c.JSON, "json", false, "print a machine-readable summary on stdout")
 	fs.BoolVar(&c.Quiet, "quiet", false, "no progress lines")
 	if err := fs.Parse(args); err != nil {
