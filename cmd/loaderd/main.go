@@ -7,15 +7,12 @@
 package main
 
 import (
-	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"log/slog"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
+
+	"github.com/loaderd/loaderd/internal/cli"
 )
 
 const usage = `usage: loaderd <command> [flags]
@@ -33,36 +30,12 @@ Run 'loaderd <command> -h' for a command's flags.
 `
 
 func main() {
-	if len(os.Args) < 2 {
-		fmt.Fprint(os.Stderr, usage)
-		os.Exit(2)
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	var err error
-	switch cmd, args := os.Args[1], os.Args[2:]; cmd {
-	case "serve":
-		err = serveMain(ctx, args)
-	case "bench":
-		err = benchMain(ctx, args)
-	case "convert":
-		err = convertMain(ctx, args)
-	case "inspect":
-		err = inspectMain(ctx, args)
-	case "-h", "--help", "help":
-		fmt.Print(usage)
-		return
-	default:
-		fmt.Fprintf(os.Stderr, "loaderd: unknown command %q\n\n%s", cmd, usage)
-		os.Exit(2)
-	}
-	if errors.Is(err, flag.ErrHelp) {
-		os.Exit(0)
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "loaderd:", err)
-		os.Exit(1)
-	}
+	cli.Main("loaderd", usage,
+		cli.Command{Name: "serve", Run: serveMain},
+		cli.Command{Name: "bench", Run: benchMain},
+		cli.Command{Name: "convert", Run: convertMain},
+		cli.Command{Name: "inspect", Run: inspectMain},
+	)
 }
 
 // listFlag collects a repeatable string flag.

@@ -6,14 +6,7 @@
 package main
 
 import (
-	"context"
-	"errors"
-	"flag"
-	"fmt"
-	"os"
-	"os/signal"
-	"strings"
-	"syscall"
+	"github.com/loaderd/loaderd/internal/cli"
 )
 
 const usage = `usage: trainer <command> [flags]
@@ -28,35 +21,10 @@ Run 'trainer <command> -h' for a command's flags.
 `
 
 func main() {
-	if len(os.Args) < 2 {
-		fmt.Fprint(os.Stderr, usage)
-		os.Exit(2)
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	var err error
-	switch cmd, args := os.Args[1], os.Args[2:]; cmd {
-	case "train":
-		err = trainMain(ctx, args)
-	case "devices":
-		err = devicesMain(ctx, args)
-	case "consume":
-		err = consumeMain(ctx, args)
-	case "datasets":
-		err = datasetsMain(ctx, args)
-	case "-h", "--help", "help":
-		fmt.Print(usage)
-		return
-	default:
-		fmt.Fprintf(os.Stderr, "trainer: unknown command %q\n\n%s", cmd, usage)
-		os.Exit(2)
-	}
-	if errors.Is(err, flag.ErrHelp) {
-		os.Exit(0)
-	}
-	if err != nil {
-		// Package errors carry their own prefix; do not print it twice.
-		fmt.Fprintln(os.Stderr, "trainer:", strings.TrimPrefix(err.Error(), "trainer: "))
-		os.Exit(1)
-	}
+	cli.Main("trainer", usage,
+		cli.Command{Name: "train", Run: trainMain},
+		cli.Command{Name: "devices", Run: devicesMain},
+		cli.Command{Name: "consume", Run: consumeMain},
+		cli.Command{Name: "datasets", Run: datasetsMain},
+	)
 }
