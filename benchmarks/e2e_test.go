@@ -18,7 +18,7 @@ import (
 // benchE2E measures batches crossing the process boundary: daemon and
 // client in one process here, talking gRPC over a real socket, sharing the
 // same 2 cores a co-located trainer would.
-func benchE2E(b *testing.B, network string, shm bool, out augment.DType) {
+func benchE2E(b *testing.B, network string, shm bool, out augment.DType, window int) {
 	src, err := loader.Open("cifar:" + cifarData(b))
 	if err != nil {
 		b.Fatal(err)
@@ -49,7 +49,7 @@ func benchE2E(b *testing.B, network string, shm bool, out augment.DType) {
 	defer client.Close()
 	ctx := context.Background()
 	s, err := client.Open(ctx, trainer.StreamConfig{Dataset: "cifar", BatchSize: batchSize, Seed: 1,
-		DType: out, SharedMemory: shm})
+		DType: out, SharedMemory: shm, Prefetch: window})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -85,9 +85,11 @@ func benchE2E(b *testing.B, network string, shm bool, out augment.DType) {
 
 func BenchmarkE2E(b *testing.B) {
 	b.Run("ceiling=inprocess/out=f32/workers=2", func(b *testing.B) { benchPipeline(b, "cifar", 2, augment.F32) })
-	b.Run("transport=shm/net=unix/out=f32", func(b *testing.B) { benchE2E(b, "unix", true, augment.F32) })
-	b.Run("transport=shm/net=unix/out=u8", func(b *testing.B) { benchE2E(b, "unix", true, augment.U8) })
-	b.Run("transport=inline/net=tcp/out=f32", func(b *testing.B) { benchE2E(b, "tcp", false, augment.F32) })
-	b.Run("transport=inline/net=unix/out=f32", func(b *testing.B) { benchE2E(b, "unix", false, augment.F32) })
-	b.Run("transport=inline/net=tcp/out=u8", func(b *testing.B) { benchE2E(b, "tcp", false, augment.U8) })
+	b.Run("transport=shm/net=unix/out=f32", func(b *testing.B) { benchE2E(b, "unix", true, augment.F32, 0) })
+	// The client's default window is 8; 4 shows why.
+	b.Run("transport=shm/net=unix/out=f32/window=4", func(b *testing.B) { benchE2E(b, "unix", true, augment.F32, 4) })
+	b.Run("transport=shm/net=unix/out=u8", func(b *testing.B) { benchE2E(b, "unix", true, augment.U8, 0) })
+	b.Run("transport=inline/net=tcp/out=f32", func(b *testing.B) { benchE2E(b, "tcp", false, augment.F32, 0) })
+	b.Run("transport=inline/net=unix/out=f32", func(b *testing.B) { benchE2E(b, "unix", false, augment.F32, 0) })
+	b.Run("transport=inline/net=tcp/out=u8", func(b *testing.B) { benchE2E(b, "tcp", false, augment.U8, 0) })
 }

@@ -142,3 +142,18 @@ func shardFiles(p, ext string) ([]string, error) {
 	}
 	return out, nil
 }
+
+// decodeOptions reads the options every decoded format takes: size=,
+// maxpixels= and resize=.
+func (o *formatOptions) decodeOptions() (h, w int, maxPx int64, resize bool, err error) {
+	if resize, err = o.resize(); err != nil {
+		return 0, 0, 0, false, err
+	}
+	if h, w, err = o.size(); err != nil {
+		return 0, 0, 0, false, err
+	}
+	if maxPx, err = o.maxPixels(); err != nil {
+		return 0, 0, 0, false, err
+	}
+	return h, w, maxPx, resize, nil
+}

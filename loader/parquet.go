@@ -54,15 +54,7 @@ func OpenParquet(spec string) (*Parquet, error) {
 	if err != nil {
 		return nil, err
 	}
-	resize, err := o.resize()
-	if err != nil {
-		return nil, err
-	}
-	h, w, err := o.size()
-	if err != nil {
-		return nil, err
-	}
-	maxPx, err := o.maxPixels()
+	h, w, maxPx, resize, err := o.decodeOptions()
 	if err != nil {
 		return nil, err
 	}

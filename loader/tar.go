@@ -66,15 +66,7 @@ func OpenTar(spec string) (*Tar, error) {
 	if err != nil {
 		return nil, err
 	}
-	resize, err := o.resize()
-	if err != nil {
-		return nil, err
-	}
-	h, w, err := o.size()
-	if err != nil {
-		return nil, err
-	}
-	maxPx, err := o.maxPixels()
+	h, w, maxPx, resize, err := o.decodeOptions()
 	if err != nil {
 		return nil, err
 	}
