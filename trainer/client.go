@@ -8,7 +8,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/experimental"
 
-	"github.com/loaderd/loaderd/internal/wirepool"
+	"github.com/loaderd/loaderd/internal/wire"
 
 	pb "github.com/loaderd/loaderd/proto/loaderd/v1"
 )
@@ -35,7 +35,7 @@ func Dial(target string, opts ...grpc.DialOption) (*Client, error) {
 		grpc.WithInitialConnWindowSize(16 << 20),
 		grpc.WithReadBufferSize(1 << 20),
 		grpc.WithWriteBufferSize(1 << 20),
-		experimental.WithBufferPool(wirepool.Pool),
+		experimental.WithBufferPool(wire.Pool),
 	}
 	conn, err := grpc.NewClient(target, append(base, opts...)...)
 	if err != nil {

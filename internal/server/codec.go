@@ -9,7 +9,7 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/loaderd/loaderd/internal/wirepool"
+	"github.com/loaderd/loaderd/internal/wire"
 	"github.com/loaderd/loaderd/loader"
 	pb "github.com/loaderd/loaderd/proto/loaderd/v1"
 )
@@ -37,19 +37,19 @@ func (codec) Marshal(v any) (mem.BufferSlice, error) {
 	dataHdr := protowire.SizeTag(9) + protowire.SizeVarint(uint64(len(ob.data)))
 	batchLen := inner + dataHdr + len(ob.data)
 	n := protowire.SizeTag(2) + protowire.SizeVarint(uint64(batchLen)) + inner + dataHdr
-	buf := wirepool.Pool.Get(n)
+	buf := wire.Pool.Get(n)
 	b := protowire.AppendTag((*buf)[:0], 2, protowire.BytesType)
 	b = protowire.AppendVarint(b, uint64(batchLen))
 	b, err := proto.MarshalOptions{UseCachedSize: true}.MarshalAppend(b, ob.batch)
 	if err != nil {
-		wirepool.Pool.Put(buf)
+		wire.Pool.Put(buf)
 		ob.Put(nil) // gRPC never sees the tensor: release it here
 		return nil, err
 	}
 	b = protowire.AppendTag(b, 9, protowire.BytesType)
 	b = protowire.AppendVarint(b, uint64(len(ob.data)))
 	*buf = b
-	return mem.BufferSlice{mem.NewBuffer(buf, wirepool.Pool), mem.NewBuffer(&ob.data, ob)}, nil
+	return mem.BufferSlice{mem.NewBuffer(buf, wire.Pool), mem.NewBuffer(&ob.data, ob)}, nil
 }
 
 // outBatch is one inline batch on its way out. As the BufferPool of its

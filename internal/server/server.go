@@ -21,7 +21,7 @@ import (
 	"google.golang.org/grpc/reflection"
 
 	"github.com/loaderd/loaderd/augment"
-	"github.com/loaderd/loaderd/internal/wirepool"
+	"github.com/loaderd/loaderd/internal/wire"
 	"github.com/loaderd/loaderd/loader"
 	pb "github.com/loaderd/loaderd/proto/loaderd/v1"
 )
@@ -116,7 +116,7 @@ func New(opts Options, datasets ...*Dataset) (*Server, error) {
 		grpc.WriteBufferSize(1<<20),
 		grpc.ReadBufferSize(1<<20),
 		grpc.ForceServerCodecV2(codec{}),
-		experimental.BufferPool(wirepool.Pool),
+		experimental.BufferPool(wire.Pool),
 	)
 	pb.RegisterLoaderServer(s.grpc, s)
 	healthpb.RegisterHealthServer(s.grpc, s.health)

@@ -1,4 +1,4 @@
-package wirepool
+package wire
 
 import "testing"
 

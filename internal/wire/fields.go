@@ -1,0 +1,31 @@
+package wire
+
+import "google.golang.org/protobuf/encoding/protowire"
+
+// Field numbers of the messages the hand-written codecs read and write.
+// They must equal proto/loaderd/v1/loader.proto's; TestFieldNumbers holds
+// every constant to the generated descriptors, and fails when a field is
+// added to one of these messages without a constant here.
+const (
+	ReplyHeader protowire.Number = 1 // StreamReply.header
+	ReplyBatch  protowire.Number = 2 // StreamReply.batch
+
+	BatchSeq      protowire.Number = 1  // Batch.seq
+	BatchEpoch    protowire.Number = 2  // Batch.epoch
+	BatchIndex    protowire.Number = 3  // Batch.batch_index
+	BatchIndices  protowire.Number = 4  // Batch.indices
+	BatchLabels   protowire.Number = 5  // Batch.labels
+	BatchDType    protowire.Number = 6  // Batch.dtype
+	BatchLayout   protowire.Number = 7  // Batch.layout
+	BatchShape    protowire.Number = 8  // Batch.shape
+	BatchData     protowire.Number = 9  // Batch.data (inline tensor)
+	BatchShm      protowire.Number = 10 // Batch.shm
+	BatchParams   protowire.Number = 11 // Batch.params
+	ShmSlot       protowire.Number = 1  // ShmRef.slot
+	ShmGeneration protowire.Number = 2  // ShmRef.generation
+	ShmOffset     protowire.Number = 3  // ShmRef.offset
+	ShmLength     protowire.Number = 4  // ShmRef.length
+	ParamsTop     protowire.Number = 1  // AugmentParams.top
+	ParamsLeft    protowire.Number = 2  // AugmentParams.left
+	ParamsFlip    protowire.Number = 3  // AugmentParams.flip
+)

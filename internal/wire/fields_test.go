@@ -1,0 +1,43 @@
+package wire
+
+import (
+	"testing"
+
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+
+	pb "github.com/loaderd/loaderd/proto/loaderd/v1"
+)
+
+// TestFieldNumbers holds the constants to the generated descriptors, both
+// ways: each constant names the field it claims, and each field of the
+// messages the codecs handle has a constant.
+func TestFieldNumbers(t *testing.T) {
+	want := map[proto.Message]map[string]protowire.Number{
+		&pb.StreamReply{}: {"header": ReplyHeader, "batch": ReplyBatch},
+		&pb.Batch{}: {"seq": BatchSeq, "epoch": BatchEpoch, "batch_index": BatchIndex, "indices": BatchIndices,
+			"labels": BatchLabels, "dtype": BatchDType, "layout": BatchLayout, "shape": BatchShape,
+			"data": BatchData, "shm": BatchShm, "params": BatchParams},
+		&pb.ShmRef{}:        {"slot": ShmSlot, "generation": ShmGeneration, "offset": ShmOffset, "length": ShmLength},
+		&pb.AugmentParams{}: {"top": ParamsTop, "left": ParamsLeft, "flip": ParamsFlip},
+	}
+	for msg, fields := range want {
+		md := msg.ProtoReflect().Descriptor()
+		if got := md.Fields().Len(); got != len(fields) {
+			t.Errorf("%s has %d fields, internal/wire knows %d: add the new ones to fields.go and both codecs", md.FullName(), got, len(fields))
+		}
+		for name, num := range fields {
+			fd := md.Fields().ByName(protoreflect.Name(name))
+			if fd == nil {
+				t.Errorf("%s has no field %q", md.FullName(), name)
+				continue
+			}
+			if fd.Number() != num {
+				t.Errorf("%s.%s is field %d on the wire, internal/wire says %d", md.FullName(), name, fd.Number(), num)
+			}
+		}
+	}
+}
+
+

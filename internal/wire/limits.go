@@ -1,0 +1,36 @@
+package wire
+
+// Limits both sides of the wire agree on, set on purpose: a batch of 512
+// f32 CIFAR images is 6 MiB, over gRPC's 4 MiB default, while requests
+// (an Open, a list of acks) are tiny.
+const (
+	// MaxBatchBytes is the largest inline batch tensor; a bigger batch
+	// must use shared memory (the daemon answers InvalidArgument).
+	MaxBatchBytes = 256 << 20
+	// MaxMessageSize is the largest message the daemon sends and a client
+	// accepts: an inline tensor plus room for its indices, labels and
+	// augmentation parameters (at MaxBatchSize samples, under 0.5 MiB).
+	MaxMessageSize = MaxBatchBytes + 1<<20
+	// MaxRequestSize is the largest message the daemon accepts.
+	MaxRequestSize = 1 << 20
+
+	// MaxBatchSize is the most samples an Open may ask for per batch.
+	MaxBatchSize = 16384
+	// MaxInFlight is the largest window of unacknowledged batches.
+	MaxInFlight = 32
+	// DefaultInFlight is the window when an Open names none.
+	DefaultInFlight = 4
+	// ShmExtraSlots are the slots a shared-memory stream holds beyond the
+	// client's window, so the workers fill ahead while the client holds
+	// a full window.
+	ShmExtraSlots = DefaultInFlight
+)
+
+// gRPC transport settings both sides use: batches are large, and bigger
+// flow-control windows and socket buffers keep a loopback link full.
+const (
+	InitialWindowSize     = 8 << 20
+	InitialConnWindowSize = 16 << 20
+	ReadBufferSize        = 1 << 20
+	WriteBufferSize       = 1 << 20
+)
