@@ -10,6 +10,8 @@ import (
 
 	"github.com/loaderd/loaderd/augment"
 	"github.com/loaderd/loaderd/loader"
+	_ "github.com/loaderd/loaderd/loader/format/all" // the benchmarks open any FORMAT:PATH
+	"github.com/loaderd/loaderd/loader/format/synthetic"
 )
 
 const batchSize = 256
@@ -28,7 +30,7 @@ func cifarData(b *testing.B) string {
 		if cifarErr != nil {
 			return
 		}
-		src := loader.NewSynthetic(50000, 1)
+		src := synthetic.New(50000, 1)
 		rec := make([]byte, 3073)
 		scratch := make([]byte, 3072)
 		for f := 0; f < 5 && cifarErr == nil; f++ {

@@ -6,8 +6,9 @@ import (
 	"strings"
 )
 
-// Sentinel errors. A *RecordError wraps one of them (or an I/O error), so
-// callers test with errors.Is and find the file and record with errors.As.
+// Sentinel errors, shared by every format. A *RecordError wraps one of
+// them (or an I/O error, or a format's own sentinel), so callers test with
+// errors.Is and find the file and record with errors.As.
 var (
 	ErrUnknownFormat = errors.New("unknown format")
 	ErrTruncated     = errors.New("truncated file")
@@ -15,6 +16,12 @@ var (
 	ErrIndex         = errors.New("index out of range")
 	ErrCorrupt       = errors.New("corrupt record")
 	ErrClosed        = errors.New("loader closed")
+	// ErrEmptyClass: a folder layout (a directory, a tar shard) with a
+	// class that holds no image, or no class at all.
+	ErrEmptyClass = errors.New("empty class folder")
+	// ErrColumn: a table (Arrow, Parquet) lacks a column, or has it with
+	// the wrong type.
+	ErrColumn = errors.New("missing or mistyped column")
 )
 
 // RecordError says which file and record a problem was found in.

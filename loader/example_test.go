@@ -7,6 +7,9 @@ import (
 
 	"github.com/loaderd/loaderd/augment"
 	"github.com/loaderd/loaderd/loader"
+	// The formats a program takes are those it imports; this one takes
+	// synthetic:N. (cmd/loaderd/formats.go imports every format.)
+	"github.com/loaderd/loaderd/loader/format/synthetic"
 )
 
 // Example streams two epochs of rank 1 of 2 from the synthetic dataset,
@@ -49,4 +52,12 @@ func Example() {
 	// epoch 1 batch 1: 128 images of chw[3 32 32]/f32, 1572864 bytes
 	// epoch 1 batch 2: 128 images of chw[3 32 32]/f32, 1572864 bytes
 	// epoch 1 batch 3: 116 images of chw[3 32 32]/f32, 1425408 bytes
+}
+
+func ExampleSplit() {
+	src := synthetic.New(1000, 0) // 10 classes
+	val, _ := loader.Split(src, 20, true)
+	train, _ := loader.Split(src, 20, false)
+	fmt.Println(train.Len(), val.Len(), val)
+	// Output: 800 200 synthetic:1000?holdout=20&part=val
 }

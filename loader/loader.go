@@ -46,8 +46,11 @@ type Config struct {
 // DefaultInFlight is the number of batches a Loader keeps in flight.
 const DefaultInFlight = 4
 
-// MaxBatchSize bounds a batch, so that a typo cannot map gigabytes.
-const MaxBatchSize = 1 << 16
+// MaxBatchSize bounds a batch, so that a typo cannot map gigabytes. It
+// equals internal/wire.MaxBatchSize, the most the daemon's Open accepts:
+// a stream the wire refuses is not worth building in-process either
+// (limits_test.go holds the two together).
+const MaxBatchSize = 16384
 
 // Loader delivers one stream's batches in order. Next and Release may be
 // called from different goroutines; Next itself must not be called

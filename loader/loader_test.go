@@ -1,4 +1,4 @@
-package loader
+package loader_test
 
 import (
 	"bytes"
@@ -11,6 +11,9 @@ import (
 	"time"
 
 	"github.com/loaderd/loaderd/augment"
+	"github.com/loaderd/loaderd/loader"
+	_ "github.com/loaderd/loaderd/loader/format/cifar"
+	"github.com/loaderd/loaderd/loader/format/synthetic"
 	"github.com/loaderd/loaderd/sampler"
 )
 
@@ -23,17 +26,24 @@ type got struct {
 	data              []byte
 }
 
-func newTestLoader(t testing.TB, pool *Pool, src Source, mod func(*Config)) *Loader {
+// testPipeline is the CIFAR training augmentation for src.
+func testPipeline(t testing.TB, src loader.Source) *augment.Pipeline {
 	t.Helper()
 	pipe, err := augment.NewPipeline(src.Spec(), augment.CIFARTrain(augment.F32, augment.CHW)...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := Config{Source: src, Pipeline: pipe, World: 1, Seed: 42, Shuffle: true, BatchSize: 7, Epochs: 3, WithParams: true}
+	return pipe
+}
+
+func newTestLoader(t testing.TB, pool *loader.Pool, src loader.Source, mod func(*loader.Config)) *loader.Loader {
+	t.Helper()
+	pipe := testPipeline(t, src)
+	cfg := loader.Config{Source: src, Pipeline: pipe, World: 1, Seed: 42, Shuffle: true, BatchSize: 7, Epochs: 3, WithParams: true}
 	if mod != nil {
 		mod(&cfg)
 	}
-	l, err := New(pool, cfg)
+	l, err := loader.New(pool, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +52,7 @@ func newTestLoader(t testing.TB, pool *Pool, src Source, mod func(*Config)) *Loa
 }
 
 // drain reads the stream to its end (or max batches).
-func drain(t testing.TB, l *Loader, max int) []got {
+func drain(t testing.TB, l *loader.Loader, max int) []got {
 	t.Helper()
 	var out []got
 	for len(out) < max || max == 0 {
@@ -79,16 +89,16 @@ func sameBatches(t *testing.T, a, b []got) {
 func TestWorkersMetamorphic(t *testing.T) {
 	for _, spec := range []string{"synthetic:300", "cifar:testdata/cifar10"} {
 		t.Run(spec, func(t *testing.T) {
-			src, err := Open(spec)
+			src, err := loader.Open(spec)
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer src.Close()
-			p1, p4 := NewPool(1), NewPool(4)
+			p1, p4 := loader.NewPool(1), loader.NewPool(4)
 			defer p1.Close()
 			defer p4.Close()
 			a := drain(t, newTestLoader(t, p1, src, nil), 0)
-			b := drain(t, newTestLoader(t, p4, src, func(c *Config) { c.InFlight = 3 }), 0)
+			b := drain(t, newTestLoader(t, p4, src, func(c *loader.Config) { c.InFlight = 3 }), 0)
 			sameBatches(t, a, b)
 			perEpoch := (src.Len() + 6) / 7
 			if int64(len(a)) != 3*perEpoch {
@@ -116,19 +126,20 @@ func TestWorkersMetamorphic(t *testing.T) {
 // TestBatchMatchesPipeline checks every sample of a batch is the pipeline
 // applied to the source sample with the recorded parameters.
 func TestBatchMatchesPipeline(t *testing.T) {
-	src, _ := Open("cifar:testdata/cifar10")
+	src, _ := loader.Open("cifar:testdata/cifar10")
 	defer src.Close()
-	pool := NewPool(2)
+	pool := loader.NewPool(2)
 	defer pool.Close()
 	l := newTestLoader(t, pool, src, nil)
-	want := make([]byte, l.pipe.Out().Bytes())
+	pipe := testPipeline(t, src) // newTestLoader's
+	want := make([]byte, pipe.Out().Bytes())
 	for _, g := range drain(t, l, 5) {
 		for k, idx := range g.indices {
 			label, pix, _ := src.Sample(idx, nil)
-			if label != g.labels[k] || g.params[k] != l.pipe.Draw(42, g.epoch, idx) {
+			if label != g.labels[k] || g.params[k] != pipe.Draw(42, g.epoch, idx) {
 				t.Fatalf("sample %d: label or params differ", idx)
 			}
-			l.pipe.Apply(want, pix, g.params[k])
+			pipe.Apply(want, pix, g.params[k])
 			if !bytes.Equal(want, g.data[k*len(want):(k+1)*len(want)]) {
 				t.Fatalf("sample %d: pixels differ from the pipeline's output", idx)
 			}
@@ -139,12 +150,12 @@ func TestBatchMatchesPipeline(t *testing.T) {
 // TestResume: a stream started at (epoch, batch) continues the exact
 // sequence of an uninterrupted one.
 func TestResume(t *testing.T) {
-	src := NewSynthetic(100, 0)
-	pool := NewPool(2)
+	src := synthetic.New(100, 0)
+	pool := loader.NewPool(2)
 	defer pool.Close()
 	all := drain(t, newTestLoader(t, pool, src, nil), 0)
 	for _, start := range []sampler.Position{{Epoch: 0, Batch: 3}, {Epoch: 1, Batch: 0}, {Epoch: 2, Batch: 14}} {
-		rest := drain(t, newTestLoader(t, pool, src, func(c *Config) { c.Start = start }), 0)
+		rest := drain(t, newTestLoader(t, pool, src, func(c *loader.Config) { c.Start = start }), 0)
 		skip := int(start.Epoch*15 + start.Batch)
 		sameBatches(t, all[skip:], rest)
 	}
@@ -152,13 +163,13 @@ func TestResume(t *testing.T) {
 
 // TestRanksPartitionEpoch: two ranks of world 2 see disjoint halves.
 func TestRanksPartitionEpoch(t *testing.T) {
-	src := NewSynthetic(101, 0)
-	pool := NewPool(2)
+	src := synthetic.New(101, 0)
+	pool := loader.NewPool(2)
 	defer pool.Close()
 	seen := map[int64]int{}
 	counts := [2]int{}
 	for r := range 2 {
-		for _, g := range drain(t, newTestLoader(t, pool, src, func(c *Config) { c.Rank, c.World, c.Epochs = r, 2, 1 }), 0) {
+		for _, g := range drain(t, newTestLoader(t, pool, src, func(c *loader.Config) { c.Rank, c.World, c.Epochs = r, 2, 1 }), 0) {
 			for _, i := range g.indices {
 				seen[i]++
 				counts[r]++
@@ -173,14 +184,14 @@ func TestRanksPartitionEpoch(t *testing.T) {
 // TestSampleErrorStopsStream: a bad record fails the stream with an error
 // naming the file and record; batches before it are delivered intact.
 func TestSampleErrorStopsStream(t *testing.T) {
-	src, err := OpenCIFAR("testdata/bad", CIFAROptions{})
+	src, err := loader.Open("cifar:testdata/bad")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer src.Close()
-	pool := NewPool(2)
+	pool := loader.NewPool(2)
 	defer pool.Close()
-	l := newTestLoader(t, pool, src, func(c *Config) { c.Shuffle, c.BatchSize = false, 1 })
+	l := newTestLoader(t, pool, src, func(c *loader.Config) { c.Shuffle, c.BatchSize = false, 1 })
 	for i := 0; i < 2; i++ {
 		b, err := l.Next(context.Background())
 		if err != nil || b.Indices[0] != int64(i) {
@@ -189,9 +200,9 @@ func TestSampleErrorStopsStream(t *testing.T) {
 		b.Release()
 	}
 	_, err = l.Next(context.Background())
-	var re *RecordError
-	var se *SampleError
-	if !errors.Is(err, ErrLabel) || !errors.As(err, &re) || !errors.As(err, &se) || re.Record != 2 || filepath.Base(re.File) != "data_batch_1.bin" || se.Index != 2 {
+	var re *loader.RecordError
+	var se *loader.SampleError
+	if !errors.Is(err, loader.ErrLabel) || !errors.As(err, &re) || !errors.As(err, &se) || re.Record != 2 || filepath.Base(re.File) != "data_batch_1.bin" || se.Index != 2 {
 		t.Fatalf("got %v, want a label error for data_batch_1.bin record 2", err)
 	}
 	if _, again := l.Next(context.Background()); again != err {
@@ -200,11 +211,11 @@ func TestSampleErrorStopsStream(t *testing.T) {
 }
 
 func TestNextCancelAndClose(t *testing.T) {
-	src := NewSynthetic(100, 0)
-	pool := NewPool(1)
+	src := synthetic.New(100, 0)
+	pool := loader.NewPool(1)
 	defer pool.Close()
-	l := newTestLoader(t, pool, src, func(c *Config) { c.InFlight = 2 })
-	var held []*Batch
+	l := newTestLoader(t, pool, src, func(c *loader.Config) { c.InFlight = 2 })
+	var held []*loader.Batch
 	for range 2 {
 		b, err := l.Next(context.Background())
 		if err != nil {
@@ -234,7 +245,7 @@ func TestNextCancelAndClose(t *testing.T) {
 	l.Close()
 	select {
 	case err := <-errc:
-		if !errors.Is(err, ErrClosed) {
+		if !errors.Is(err, loader.ErrClosed) {
 			t.Fatalf("Next during Close: %v", err)
 		}
 	case <-time.After(5 * time.Second):
@@ -243,11 +254,11 @@ func TestNextCancelAndClose(t *testing.T) {
 }
 
 func TestConfigErrors(t *testing.T) {
-	src := NewSynthetic(10, 0)
+	src := synthetic.New(10, 0)
 	pipe, _ := augment.NewPipeline(src.Spec(), augment.CIFARTrain(augment.F32, augment.CHW)...)
-	pool := NewPool(1)
+	pool := loader.NewPool(1)
 	defer pool.Close()
-	_, err := New(pool, Config{Source: src, Pipeline: pipe, Rank: 3, World: 2, BatchSize: 0, Epochs: 1, Start: sampler.Position{Epoch: 2}})
+	_, err := loader.New(pool, loader.Config{Source: src, Pipeline: pipe, Rank: 3, World: 2, BatchSize: 0, Epochs: 1, Start: sampler.Position{Epoch: 2}})
 	if err == nil {
 		t.Fatal("bad config accepted")
 	}
@@ -261,10 +272,10 @@ func TestConfigErrors(t *testing.T) {
 
 // TestSteadyStateAllocs: Next + Release allocate nothing per batch.
 func TestSteadyStateAllocs(t *testing.T) {
-	src := NewSynthetic(100000, 0)
-	pool := NewPool(2)
+	src := synthetic.New(100000, 0)
+	pool := loader.NewPool(2)
 	defer pool.Close()
-	l := newTestLoader(t, pool, src, func(c *Config) { c.BatchSize, c.Epochs = 64, 0 })
+	l := newTestLoader(t, pool, src, func(c *loader.Config) { c.BatchSize, c.Epochs = 64, 0 })
 	ctx := context.Background()
 	step := func() {
 		b, err := l.Next(ctx)

@@ -1,4 +1,4 @@
-package loader
+package loader_test
 
 import (
 	"context"
@@ -7,6 +7,9 @@ import (
 	"slices"
 	"sync"
 	"testing"
+
+	"github.com/loaderd/loaderd/loader"
+	"github.com/loaderd/loaderd/loader/format/synthetic"
 )
 
 // TestLoaderErrorPolicy: with FailOnError a corrupt sample fails the
@@ -14,30 +17,30 @@ import (
 // in Indices, count and report each skip, and stay identical whatever the
 // number of workers.
 func TestLoaderErrorPolicy(t *testing.T) {
-	src := flaky{NewSynthetic(100, 1), map[int64]bool{5: true, 6: true, 42: true, 99: true}}
-	pool := NewPool(2)
+	src := flaky{synthetic.New(100, 1), map[int64]bool{5: true, 6: true, 42: true, 99: true}}
+	pool := loader.NewPool(2)
 	defer pool.Close()
-	l := newTestLoader(t, pool, src, func(c *Config) { c.Epochs = 1 })
+	l := newTestLoader(t, pool, src, func(c *loader.Config) { c.Epochs = 1 })
 	var err error
 	for err == nil {
-		var b *Batch
+		var b *loader.Batch
 		if b, err = l.Next(context.Background()); err == nil {
 			b.Release()
 		}
 	}
-	var se *SampleError
-	if !errors.As(err, &se) || !errors.Is(err, ErrCorrupt) || !src.bad[se.Index] {
+	var se *loader.SampleError
+	if !errors.As(err, &se) || !errors.Is(err, loader.ErrCorrupt) || !src.bad[se.Index] {
 		t.Fatalf("fail policy: %v, want a SampleError wrapping ErrCorrupt", err)
 	}
 
-	run := func(workers int) ([]got, int64, []SkipEvent) {
-		pool := NewPool(workers)
+	run := func(workers int) ([]got, int64, []loader.SkipEvent) {
+		pool := loader.NewPool(workers)
 		defer pool.Close()
 		var mu sync.Mutex
-		var events []SkipEvent
-		l := newTestLoader(t, pool, src, func(c *Config) {
-			c.Epochs, c.OnError = 2, SkipOnError
-			c.OnSkip = func(e SkipEvent) { mu.Lock(); events = append(events, e); mu.Unlock() }
+		var events []loader.SkipEvent
+		l := newTestLoader(t, pool, src, func(c *loader.Config) {
+			c.Epochs, c.OnError = 2, loader.SkipOnError
+			c.OnSkip = func(e loader.SkipEvent) { mu.Lock(); events = append(events, e); mu.Unlock() }
 		})
 		out := drain(t, l, 0)
 		if _, err := l.Next(context.Background()); err != io.EOF {
@@ -82,16 +85,16 @@ func TestLoaderErrorPolicy(t *testing.T) {
 		}
 	}
 
-	pool2 := NewPool(2)
+	pool2 := loader.NewPool(2)
 	defer pool2.Close()
-	lb := newTestLoader(t, pool2, src, func(c *Config) { c.Epochs, c.OnError, c.MaxSkips = 1, SkipOnError, 3 })
+	lb := newTestLoader(t, pool2, src, func(c *loader.Config) { c.Epochs, c.OnError, c.MaxSkips = 1, loader.SkipOnError, 3 })
 	for err = nil; err == nil; {
-		var b *Batch
+		var b *loader.Batch
 		if b, err = lb.Next(context.Background()); err == nil {
 			b.Release()
 		}
 	}
-	if !errors.Is(err, ErrTooManySkips) {
+	if !errors.Is(err, loader.ErrTooManySkips) {
 		t.Fatalf("over MaxSkips: %v, want ErrTooManySkips", err)
 	}
 }

@@ -1,50 +1,54 @@
-package loader
+package loader_test
 
 import (
 	"bytes"
 	"errors"
 	"sync"
 	"testing"
+
+	"github.com/loaderd/loaderd/loader"
+	"github.com/loaderd/loaderd/loader/format/synthetic"
 )
 
-// flaky is a synthetic source whose listed samples are corrupt.
+// flaky is a source, a synthetic one in these tests, whose listed samples
+// are corrupt.
 type flaky struct {
-	*Synthetic
+	loader.Source
 	bad map[int64]bool
 }
 
 func (f flaky) Sample(i int64, scratch []byte) (int32, []byte, error) {
 	if f.bad[i] {
-		return 0, nil, &RecordError{File: "flaky", Record: i, Err: ErrCorrupt}
+		return 0, nil, &loader.RecordError{File: "flaky", Record: i, Err: loader.ErrCorrupt}
 	}
-	return f.Synthetic.Sample(i, scratch)
+	return f.Source.Sample(i, scratch)
 }
 
 func TestSkipper(t *testing.T) {
-	src := flaky{NewSynthetic(10, 1), map[int64]bool{3: true, 4: true, 9: true}}
+	src := flaky{synthetic.New(10, 1), map[int64]bool{3: true, 4: true, 9: true}}
 	scratch := make([]byte, 3072)
 	want := func(i int64) (int32, []byte) {
-		l, p, _ := src.Synthetic.Sample(i, make([]byte, 3072))
+		l, p, _ := src.Source.Sample(i, make([]byte, 3072))
 		return l, p
 	}
 	for _, tc := range []struct {
 		name     string
-		s        *Skipper
+		s        *loader.Skipper
 		idx      int64
 		used     int64
 		err      error
 		skipped  int64
 		maxSkips int64
 	}{
-		{"fail: a good sample", &Skipper{}, 2, 2, nil, 0, 0},
-		{"fail: a bad sample", &Skipper{}, 3, 3, ErrCorrupt, 0, 0},
-		{"skip: the next readable", &Skipper{Policy: SkipOnError}, 3, 5, nil, 1, 0},
-		{"skip: wraps at the end", &Skipper{Policy: SkipOnError}, 9, 0, nil, 1, 0},
-		{"skip: never a bad index", &Skipper{Policy: SkipOnError}, 10, 10, ErrIndex, 0, 0},
-		{"skip: over the bound", &Skipper{Policy: SkipOnError, MaxSkips: 1}, 3, 3, ErrTooManySkips, 2, 1},
+		{"fail: a good sample", &loader.Skipper{}, 2, 2, nil, 0, 0},
+		{"fail: a bad sample", &loader.Skipper{}, 3, 3, loader.ErrCorrupt, 0, 0},
+		{"skip: the next readable", &loader.Skipper{Policy: loader.SkipOnError}, 3, 5, nil, 1, 0},
+		{"skip: wraps at the end", &loader.Skipper{Policy: loader.SkipOnError}, 9, 0, nil, 1, 0},
+		{"skip: never a bad index", &loader.Skipper{Policy: loader.SkipOnError}, 10, 10, loader.ErrIndex, 0, 0},
+		{"skip: over the bound", &loader.Skipper{Policy: loader.SkipOnError, MaxSkips: 1}, 3, 3, loader.ErrTooManySkips, 2, 1},
 	} {
-		var events []SkipEvent
-		tc.s.OnSkip = func(e SkipEvent) { events = append(events, e) }
+		var events []loader.SkipEvent
+		tc.s.OnSkip = func(e loader.SkipEvent) { events = append(events, e) }
 		if tc.maxSkips > 0 { // one skip already spent
 			tc.s.Sample(src, 0, 0, 4, scratch)
 			events = nil
@@ -62,17 +66,17 @@ func TestSkipper(t *testing.T) {
 		if tc.skipped > 0 && tc.maxSkips == 0 {
 			e := events[0]
 			if len(events) != 1 || e.Epoch != 2 || e.Batch != 7 || e.Index != tc.idx || e.Substitute != tc.used ||
-				!errors.Is(e.Err, ErrCorrupt) || e.Skipped != 1 {
+				!errors.Is(e.Err, loader.ErrCorrupt) || e.Skipped != 1 {
 				t.Fatalf("%s: events %+v", tc.name, events)
 			}
 		}
 	}
 	// Nothing readable within reach: the stream fails.
-	all := flaky{NewSynthetic(40, 1), map[int64]bool{}}
+	all := flaky{synthetic.New(40, 1), map[int64]bool{}}
 	for i := range int64(20) {
 		all.bad[i] = true
 	}
-	if _, _, _, err := (&Skipper{Policy: SkipOnError}).Sample(all, 0, 0, 0, scratch); !errors.Is(err, ErrTooManySkips) || !errors.Is(err, ErrCorrupt) {
+	if _, _, _, err := (&loader.Skipper{Policy: loader.SkipOnError}).Sample(all, 0, 0, 0, scratch); !errors.Is(err, loader.ErrTooManySkips) || !errors.Is(err, loader.ErrCorrupt) {
 		t.Fatalf("17 bad in a row: %v, want ErrTooManySkips wrapping ErrCorrupt", err)
 	}
 }
@@ -80,11 +84,11 @@ func TestSkipper(t *testing.T) {
 // TestSkipperConcurrent: the counter and the substitutes do not depend on
 // which goroutine reads what.
 func TestSkipperConcurrent(t *testing.T) {
-	src := flaky{NewSynthetic(1000, 2), map[int64]bool{}}
+	src := flaky{synthetic.New(1000, 2), map[int64]bool{}}
 	for i := int64(0); i < 1000; i += 7 {
 		src.bad[i] = true
 	}
-	s := &Skipper{Policy: SkipOnError}
+	s := &loader.Skipper{Policy: loader.SkipOnError}
 	used := make([]int64, 1000)
 	var wg sync.WaitGroup
 	for w := range int64(4) {

@@ -1,15 +1,18 @@
-package loader
+package loader_test
 
 import (
 	"context"
 	"sync"
 	"testing"
+
+	"github.com/loaderd/loaderd/loader"
+	"github.com/loaderd/loaderd/loader/format/synthetic"
 )
 
 // recordingSource wraps a source, logs which stream asked for each sample,
 // and holds every call until gate closes; started is closed on the first.
 type recordingSource struct {
-	Source
+	loader.Source
 	name    string
 	log     *[]string
 	mu      *sync.Mutex
@@ -33,28 +36,23 @@ func TestPoolRoundRobin(t *testing.T) {
 	var log []string
 	var mu sync.Mutex
 	gate := make(chan struct{})
-	base := NewSynthetic(1000, 0)
+	base := synthetic.New(1000, 0)
 	src := func(name string) *recordingSource {
 		return &recordingSource{Source: base, name: name, log: &log, mu: &mu, gate: gate, started: make(chan struct{})}
 	}
-	pool := NewPool(1)
+	pool := loader.NewPool(1)
 	defer pool.Close()
-	cfg := func(c *Config) { c.BatchSize, c.InFlight, c.WithParams = chunkSize, 4, false }
+	cfg := func(c *loader.Config) { c.BatchSize, c.InFlight, c.WithParams = loader.ChunkSize, 4, false }
 	// Hold the only worker on a third stream's batch, so the two under
 	// test are both fully queued before it takes anything.
 	held := src("held")
-	lh := newTestLoader(t, pool, held, func(c *Config) { c.BatchSize, c.InFlight = chunkSize, 1 })
-	plan := func(l *Loader) {
-		l.mu.Lock()
-		l.planLocked()
-		l.mu.Unlock()
-	}
-	plan(lh)
+	lh := newTestLoader(t, pool, held, func(c *loader.Config) { c.BatchSize, c.InFlight = loader.ChunkSize, 1 })
+	loader.Plan(lh)
 	<-held.started
 	la := newTestLoader(t, pool, src("a"), cfg)
 	lb := newTestLoader(t, pool, src("b"), cfg)
-	plan(la)
-	plan(lb)
+	loader.Plan(la)
+	loader.Plan(lb)
 	close(gate)
 	if bt, err := lh.Next(context.Background()); err != nil {
 		t.Fatal(err)
@@ -62,7 +60,7 @@ func TestPoolRoundRobin(t *testing.T) {
 		bt.Release()
 	}
 	lh.Close()
-	for _, l := range []*Loader{la, lb} {
+	for _, l := range []*loader.Loader{la, lb} {
 		for range 4 {
 			bt, err := l.Next(context.Background())
 			if err != nil {
@@ -75,7 +73,7 @@ func TestPoolRoundRobin(t *testing.T) {
 	defer mu.Unlock()
 	// One chunk is one batch here; chunks alternate between the streams.
 	var order []string
-	for i := chunkSize; i < 9*chunkSize; i += chunkSize {
+	for i := loader.ChunkSize; i < 9*loader.ChunkSize; i += loader.ChunkSize {
 		order = append(order, log[i])
 	}
 	want := []string{"a", "b", "a", "b", "a", "b", "a", "b"}

@@ -33,7 +33,8 @@ type Source interface {
 	Close() error
 }
 
-// Opener opens a source from the PATH part of FORMAT:PATH.
+// Opener opens a source from the PATH[?OPTIONS] part of FORMAT:PATH,
+// with holdout= and part= already taken out.
 type Opener func(path string) (Source, error)
 
 var (
@@ -42,7 +43,10 @@ var (
 )
 
 // RegisterFormat makes FORMAT:PATH openable by Open. It is meant to be
-// called from init functions; registering a format twice panics.
+// called from the init function of the format's package (see
+// loader/format/...), so that importing the package, as image/png does for
+// image.Decode, is what makes a format available; registering a format
+// twice panics.
 func RegisterFormat(name string, open Opener) {
 	formatsMu.Lock()
 	defer formatsMu.Unlock()
@@ -50,18 +54,6 @@ func RegisterFormat(name string, open Opener) {
 		panic("loader: format registered twice: " + name)
 	}
 	formats[name] = open
-}
-
-// opener adapts an OpenX function to an Opener, returning a nil Source
-// (not a Source holding a nil pointer) on error.
-func opener[T Source](open func(string) (T, error)) Opener {
-	return func(p string) (Source, error) {
-		s, err := open(p)
-		if err != nil {
-			return nil, err
-		}
-		return s, nil
-	}
 }
 
 // Formats returns the registered format names, sorted.
@@ -77,12 +69,15 @@ func Formats() []string {
 }
 
 // Open opens a source named as FORMAT:PATH[?OPTIONS], e.g.
-// "cifar:data/cifar-10-batches-bin" or "synthetic:50000". A bare FORMAT
-// (such as "synthetic") passes an empty path. Options are the format's own
-// (see each format), plus two every format takes:
+// "cifar:data/cifar-10-batches-bin" or "synthetic:50000", with the opener
+// a format's package registered. A bare FORMAT (such as "synthetic")
+// passes an empty path. Options are the format's own (see each format's
+// package), plus two every format takes:
 //
 //	holdout=K     set aside the last K samples of each class (see Split)
 //	part=train    the rest (the default), or part=val: the set-aside part
+//
+// On error the Source is nil, whatever the opener returned with it.
 func Open(spec string) (Source, error) {
 	format, rest, _ := strings.Cut(spec, ":")
 	formatsMu.RLock()
@@ -96,8 +91,13 @@ func Open(spec string) (Source, error) {
 		return nil, fmt.Errorf("loader: %q: %w", spec, err)
 	}
 	src, err := open(rest)
-	if err != nil || holdout == 0 {
-		return src, err
+	if err != nil {
+		// Not the opener's value: an interface holding a nil pointer
+		// would pass a nil check and panic on Close.
+		return nil, err
+	}
+	if holdout == 0 {
+		return src, nil
 	}
 	part, err := Split(src, holdout, val)
 	if err != nil {

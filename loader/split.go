@@ -30,9 +30,9 @@ type Labeler interface {
 // Split reads every label once, through Label if src is a Labeler and
 // through Sample otherwise, and keeps only the held-out indices (classes ×
 // holdout of them), whichever part is asked for. The part owns src: its
-// Close closes src. A part implements Labeler, and Origin maps a part's
-// index back to src's. Errors from src (which name the file and record)
-// are returned as they are.
+// Close closes src. A part implements Labeler, and its method
+// Origin(i int64) int64 maps a part's index back to src's. Errors from src
+// (which name the file and record) are returned as they are.
 func Split(src Source, holdoutPerClass int, val bool) (Source, error) {
 	if holdoutPerClass < 0 {
 		return nil, fmt.Errorf("loader: split %s: holdout %d per class is negative: %w", src, holdoutPerClass, ErrSplit)
@@ -46,7 +46,7 @@ func Split(src Source, holdoutPerClass int, val bool) (Source, error) {
 		n = src.Len() - n
 	}
 	lab, _ := src.(Labeler)
-	return &SplitSource{src: src, lab: lab, held: held, val: val, n: n, k: holdoutPerClass}, nil
+	return &splitSource{src: src, lab: lab, held: held, val: val, n: n, k: holdoutPerClass}, nil
 }
 
 // maxSplitClasses bounds the labels of a source that names no classes.
@@ -110,9 +110,9 @@ func className(src Source, c int) string {
 	return fmt.Sprint(c)
 }
 
-// SplitSource is one part of a Split. It is safe for concurrent use as
+// splitSource is one part of a Split. It is safe for concurrent use as
 // its source is.
-type SplitSource struct {
+type splitSource struct {
 	src  Source
 	lab  Labeler
 	held []int64 // sorted held-out indices of src
@@ -122,7 +122,7 @@ type SplitSource struct {
 }
 
 // Origin returns the index in the split source of the part's sample i.
-func (s *SplitSource) Origin(i int64) int64 {
+func (s *splitSource) Origin(i int64) int64 {
 	if s.val {
 		return s.held[i]
 	}
@@ -134,16 +134,16 @@ func (s *SplitSource) Origin(i int64) int64 {
 }
 
 // Len returns the number of samples in this part.
-func (s *SplitSource) Len() int64 { return s.n }
+func (s *splitSource) Len() int64 { return s.n }
 
 // Spec returns the split source's pixel spec.
-func (s *SplitSource) Spec() augment.Spec { return s.src.Spec() }
+func (s *splitSource) Spec() augment.Spec { return s.src.Spec() }
 
 // Classes returns the split source's classes: both parts share them.
-func (s *SplitSource) Classes() []string { return s.src.Classes() }
+func (s *splitSource) Classes() []string { return s.src.Classes() }
 
 // String names the part as FORMAT:PATH?holdout=K&part=train|val.
-func (s *SplitSource) String() string {
+func (s *splitSource) String() string {
 	part := "train"
 	if s.val {
 		part = "val"
@@ -152,10 +152,10 @@ func (s *SplitSource) String() string {
 }
 
 // Close closes the split source.
-func (s *SplitSource) Close() error { return s.src.Close() }
+func (s *splitSource) Close() error { return s.src.Close() }
 
 // Sample returns the part's sample i (the source's sample Origin(i)).
-func (s *SplitSource) Sample(i int64, scratch []byte) (int32, []byte, error) {
+func (s *splitSource) Sample(i int64, scratch []byte) (int32, []byte, error) {
 	if i < 0 || i >= s.n {
 		return 0, nil, &RecordError{File: s.String(), Record: i, Err: ErrIndex}
 	}
@@ -164,7 +164,7 @@ func (s *SplitSource) Sample(i int64, scratch []byte) (int32, []byte, error) {
 
 // Label returns the part's label i, without decoding when the source is a
 // Labeler.
-func (s *SplitSource) Label(i int64) (int32, error) {
+func (s *splitSource) Label(i int64) (int32, error) {
 	if i < 0 || i >= s.n {
 		return 0, &RecordError{File: s.String(), Record: i, Err: ErrIndex}
 	}

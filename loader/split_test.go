@@ -108,7 +108,7 @@ func TestSplitParts(t *testing.T) {
 				var got []int64
 				scratch := make([]byte, 1)
 				for i := range part.Len() {
-					o := part.(*SplitSource).Origin(i)
+					o := part.(*splitSource).Origin(i)
 					got = append(got, o)
 					label, pix, err := part.Sample(i, scratch)
 					if err != nil || label != tc.labels[o] || pix[0] != byte(o) {
@@ -129,38 +129,6 @@ func TestSplitParts(t *testing.T) {
 				}
 			}
 		})
-	}
-}
-
-func TestSplitSynthetic(t *testing.T) {
-	src := NewSynthetic(3000, 0)
-	train, err := Split(src, 50, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	val, err := Split(src, 50, true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if train.Len()+val.Len() != 3000 || val.Len() != 500 {
-		t.Fatalf("parts of %d and %d samples", train.Len(), val.Len())
-	}
-	perClass := map[int32]int{}
-	scratch := make([]byte, src.Spec().Bytes())
-	for i := range val.Len() {
-		l, _, err := val.Sample(i, scratch)
-		if err != nil {
-			t.Fatal(err)
-		}
-		perClass[l]++
-	}
-	for c := range int32(10) {
-		if perClass[c] != 50 {
-			t.Errorf("class %d has %d validation samples, want 50", c, perClass[c])
-		}
-	}
-	if got := val.String(); got != "synthetic:3000?holdout=50&part=val" {
-		t.Errorf("String() = %q", got)
 	}
 }
 
@@ -189,12 +157,4 @@ func TestSplitErrors(t *testing.T) {
 			}
 		})
 	}
-}
-
-func ExampleSplit() {
-	src := NewSynthetic(1000, 0) // 10 classes
-	val, _ := Split(src, 20, true)
-	train, _ := Split(src, 20, false)
-	fmt.Println(train.Len(), val.Len(), val)
-	// Output: 800 200 synthetic:1000?holdout=20&part=val
 }

@@ -23,7 +23,7 @@ type Options struct {
 	// PATH is a directory that receives part-00000.arrow, part-00001.arrow…
 	To        string
 	Shard     int64              // samples per part file (directory output only); 0: one part
-	BatchRows int                // rows per record batch; 0: loader.DefaultArrowBatchRows
+	BatchRows int                // rows per record batch; 0: DefaultBatchRows
 	Workers   int                // decoding goroutines; 0: GOMAXPROCS
 	OnError   loader.ErrorPolicy // fail (default), or skip: leave unreadable samples out and list them
 	Progress  io.Writer          // a one-line progress bar, redrawn with \r; nil: none
@@ -121,7 +121,7 @@ func Run(ctx context.Context, o Options) (Summary, error) {
 		c.workers = runtime.GOMAXPROCS(0)
 	}
 	if c.rows = o.BatchRows; c.rows == 0 {
-		c.rows = loader.DefaultArrowBatchRows
+		c.rows = DefaultBatchRows
 	}
 	err = c.run(ctx, out, single)
 	s.Elapsed = time.Since(start)
@@ -147,7 +147,7 @@ type converter struct {
 type part struct {
 	name, tmp string
 	f         *os.File
-	w         *loader.ArrowWriter
+	w         *ArrowWriter
 }
 
 func (c *converter) run(ctx context.Context, out string, single bool) (err error) {
@@ -242,7 +242,7 @@ func (c *converter) openPart(name string) error {
 	if err != nil {
 		return fmt.Errorf("convert: %w", err)
 	}
-	w, err := loader.NewArrowWriter(f, c.spec, c.s.Classes, c.rows)
+	w, err := NewArrowWriter(f, c.spec, c.s.Classes, c.rows)
 	if err != nil {
 		f.Close()
 		os.Remove(tmp)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/loaderd/loaderd/augment"
 	"github.com/loaderd/loaderd/loader"
+	_ "github.com/loaderd/loaderd/loader/format/all" // From takes any format
 )
 
 const cifarJPEGTar = "../../../shared/data/cifar10-train-jpg.tar"

@@ -13,6 +13,8 @@ import (
 
 	"github.com/loaderd/loaderd/augment"
 	"github.com/loaderd/loaderd/loader"
+	_ "github.com/loaderd/loaderd/loader/format/all" // Source takes any format
+	"github.com/loaderd/loaderd/loader/format/synthetic"
 )
 
 const fixtures = "../../loader/testdata/formats/"
@@ -80,7 +82,7 @@ func TestInspectFolder(t *testing.T) {
 // TestContactSheetAugmented: each cell is the fused kernel's output for
 // (seed, epoch, index), crop and flip included.
 func TestContactSheetAugmented(t *testing.T) {
-	src := loader.NewSynthetic(100, 5)
+	src := synthetic.New(100, 5)
 	ops, err := SheetOps(src.Spec(), "crop=24:4:255,flip=1,normalize=cifar10,out=f32:chw")
 	if err != nil {
 		t.Fatal(err)

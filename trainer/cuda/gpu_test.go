@@ -43,7 +43,6 @@ func pos(n int) spec           { return spec{n: n, kind: 'p'} }
 func ties(n int) spec          { return spec{n: n, kind: 'q'} } // values in {−1, 0, 1}: ties everywhere
 func lab(n, c int) spec        { return spec{n: n, kind: 'l', c: c} }
 func konst(v float32) spec     { return spec{n: 1, kind: 'k', v: v} }
-func zeros(n int) spec         { return spec{n: n, kind: 'z'} }
 func idx(n int) spec           { return spec{n: n, kind: 'i'} } // I32 zeros
 
 type gpuCase struct {

@@ -29,7 +29,7 @@ import (
 	"golang.org/x/image/tiff"
 
 	"github.com/loaderd/loaderd/augment"
-	"github.com/loaderd/loaderd/loader"
+	"github.com/loaderd/loaderd/internal/convert"
 )
 
 const dir = "loader/testdata/formats"
@@ -99,7 +99,7 @@ func main() {
 	write(filepath.Join(bad, "wds-badlabel.tar"), tarOf(nil, "s0.png", pngGood, "s0.cls", []byte("cat")))
 
 	var ab bytes.Buffer
-	aw, err := loader.NewArrowWriter(&ab, augment.Spec{H: H, W: W, C: 3, DType: augment.U8, Layout: augment.HWC}, []string{"a", "b"}, 0)
+	aw, err := convert.NewArrowWriter(&ab, augment.Spec{H: H, W: W, C: 3, DType: augment.U8, Layout: augment.HWC}, []string{"a", "b"}, 0)
 	check(err)
 	check(aw.Write(0, make([]byte, W*H*3)))
 	check(aw.Write(7, make([]byte, W*H*3))) // label 7 with 2 classes
@@ -108,7 +108,7 @@ func main() {
 	write(filepath.Join(bad, "truncated.arrow"), ab.Bytes()[:ab.Len()-40])
 
 	var pb bytes.Buffer
-	pw, err := loader.NewParquetWriter(&pb, "picture", "y", []string{"a", "b"}, 0)
+	pw, err := convert.NewParquetWriter(&pb, "picture", "y", []string{"a", "b"}, 0)
 	check(err)
 	check(pw.Write(pngGood, "0.png", 0))
 	check(pw.Close())

@@ -233,12 +233,6 @@ func (l *lib) bind(syms []sym) error {
 	return nil
 }
 
-// has reports whether the library exports name.
-func (l *lib) has(name string) bool {
-	p, err := purego.Dlsym(l.handle, name)
-	return err == nil && p != 0
-}
-
 // register wraps purego.RegisterFunc, turning its panics (a Go signature
 // it cannot map) into errors.
 func register(fptr any, p uintptr, name string) (err error) {

@@ -1,0 +1,211 @@
+package folder
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/loaderd/loaderd/augment"
+	"github.com/loaderd/loaderd/loader"
+	"github.com/loaderd/loaderd/loader/format/internal/options"
+	"github.com/loaderd/loaderd/loader/imagedec"
+)
+
+func init() {
+	loader.RegisterFormat("folder", func(spec string) (loader.Source, error) { return open(spec) })
+}
+
+// source reads an image folder laid out as torchvision's ImageFolder:
+// ROOT/CLASS/…/FILE, classes in sorted order, samples ordered by class and
+// then by path. Symbolic links to class directories are followed, links
+// to directories inside a class are not. Hidden files and directories (".name") and plain files
+// directly in ROOT are not part of the layout and are ignored; any other
+// file must have an image extension (.jpg .jpeg .jpe .png .gif .bmp .tif
+// .tiff .webp), and every class must hold an image. Images are decoded on
+// each Sample into the worker's scratch. It is safe for concurrent use.
+//
+// The options are in the package documentation.
+type source struct {
+	root    string
+	classes []string
+	files   []string // relative to root
+	labels  []int32
+	dec     *imagedec.Pool
+	bufs    sync.Pool // *[]byte file buffers, one per worker in practice
+}
+
+// open indexes the folder named by spec, "ROOT[?OPTIONS]".
+func open(spec string) (*source, error) {
+	o, err := options.Parse("folder", spec, "size", "maxpixels", "resize")
+	if err != nil {
+		return nil, err
+	}
+	h, w, maxPx, resize, err := o.Decode()
+	if err != nil {
+		return nil, err
+	}
+	f := &source{root: o.Path}
+	if err := f.index(); err != nil {
+		return nil, err
+	}
+	if h == 0 {
+		first := filepath.Join(f.root, f.files[0])
+		data, err := os.ReadFile(first)
+		if err == nil {
+			h, w, err = imagedec.Size(data, maxPx)
+		}
+		if err != nil {
+			return nil, &loader.RecordError{File: first, Record: 0, Err: err}
+		}
+	}
+	f.dec = imagedec.NewPool(h, w, maxPx, resize)
+	return f, nil
+}
+
+// index walks the class directories in sorted order.
+func (f *source) index() error {
+	ents, err := os.ReadDir(f.root) // sorted by name
+	if err != nil {
+		return &loader.RecordError{File: f.root, Record: -1, Err: err}
+	}
+	for _, e := range ents {
+		isDir, walkRoot := e.IsDir(), filepath.Join(f.root, e.Name())
+		if e.Type()&fs.ModeSymlink != 0 { // a linked class directory counts, as in torchvision
+			fi, err := os.Stat(walkRoot)
+			isDir = err == nil && fi.IsDir()
+			walkRoot += string(filepath.Separator) // so that WalkDir follows the link
+		}
+		if !isDir || hidden(e.Name()) {
+			continue
+		}
+		label := int32(len(f.classes))
+		f.classes = append(f.classes, e.Name())
+		before := len(f.files)
+		dir := filepath.Join(f.root, e.Name())
+		// WalkDir visits entries in lexical order: paths come out sorted.
+		err := filepath.WalkDir(walkRoot, func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if hidden(d.Name()) && p != walkRoot {
+				if d.IsDir() {
+					return filepath.SkipDir
+				}
+				return nil
+			}
+			if d.IsDir() {
+				return nil
+			}
+			if !imagedec.IsImageName(p) {
+				return &loader.RecordError{File: p, Record: -1, Err: fmt.Errorf("%w %q", imagedec.ErrExtension, filepath.Ext(p))}
+			}
+			rel, _ := filepath.Rel(f.root, p)
+			f.files = append(f.files, rel)
+			f.labels = append(f.labels, label)
+			return nil
+		})
+		if err != nil {
+			var re *loader.RecordError
+			if errors.As(err, &re) {
+				return err
+			}
+			return &loader.RecordError{File: dir, Record: -1, Err: err}
+		}
+		if len(f.files) == before {
+			return &loader.RecordError{File: dir, Record: -1, Err: fmt.Errorf("%w: class %q has no image", loader.ErrEmptyClass, e.Name())}
+		}
+		// WalkDir puts "a/x.jpg" before "a.jpg"; the tar format sorts the
+		// same paths bytewise, and the two must agree.
+		sort.Strings(f.files[before:])
+	}
+	if len(f.classes) == 0 {
+		return &loader.RecordError{File: f.root, Record: -1, Err: fmt.Errorf("%w: no class directory (want ROOT/CLASS/FILE)", loader.ErrEmptyClass)}
+	}
+	return nil
+}
+
+func hidden(name string) bool { return strings.HasPrefix(name, ".") }
+
+// Len returns the number of images.
+func (f *source) Len() int64 { return int64(len(f.files)) }
+
+// Spec returns H×W×3 U8 HWC.
+func (f *source) Spec() augment.Spec { return f.dec.Spec() }
+
+// Classes returns the class directory names, sorted.
+func (f *source) Classes() []string { return f.classes }
+
+// String names the source as folder:ROOT.
+func (f *source) String() string { return "folder:" + f.root }
+
+// Close does nothing: files are opened per sample.
+func (f *source) Close() error { return nil }
+
+// Path returns the path of image i.
+func (f *source) Path(i int64) string { return filepath.Join(f.root, f.files[i]) }
+
+// Label returns the label of sample i without decoding it.
+func (f *source) Label(i int64) (int32, error) {
+	if i < 0 || i >= f.Len() {
+		return 0, &loader.RecordError{File: f.root, Record: i, Err: loader.ErrIndex}
+	}
+	return f.labels[i], nil
+}
+
+// Sample reads and decodes image i into scratch.
+func (f *source) Sample(i int64, scratch []byte) (int32, []byte, error) {
+	if i < 0 || i >= f.Len() {
+		return 0, nil, &loader.RecordError{File: f.root, Record: i, Err: loader.ErrIndex}
+	}
+	name := f.Path(i)
+	buf := f.getBuf()
+	defer f.bufs.Put(buf)
+	data, err := readFileInto(name, buf)
+	if err == nil {
+		var pix []byte
+		if pix, err = f.dec.Decode(data, scratch); err == nil {
+			return f.labels[i], pix, nil
+		}
+	}
+	return 0, nil, &loader.RecordError{File: name, Record: i, Err: err}
+}
+
+// getBuf lends a file buffer; Sample gives it back.
+func (f *source) getBuf() *[]byte {
+	if b, ok := f.bufs.Get().(*[]byte); ok {
+		return b
+	}
+	b := make([]byte, 0, 64<<10)
+	return &b
+}
+
+// readFileInto reads a whole file into *buf, growing it as needed.
+func readFileInto(name string, buf *[]byte) ([]byte, error) {
+	fh, err := os.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer fh.Close()
+	b := (*buf)[:0]
+	for {
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+		n, err := fh.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	*buf = b
+	return b, nil
+}

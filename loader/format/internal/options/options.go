@@ -1,0 +1,160 @@
+package options
+
+import (
+	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/loaderd/loaderd/loader"
+	"github.com/loaderd/loaderd/loader/imagedec"
+)
+
+// Options are the options after '?' in FORMAT:PATH?KEY=VALUE&…, e.g.
+// "tar:shards/*.tar?size=32x32". Each format names the keys it knows; any
+// other key is an error, so a typo is never ignored.
+type Options struct {
+	Format string // FORMAT, which starts every error message
+	Path   string // PATH, without the options
+	vals   url.Values
+}
+
+// Parse splits spec, "PATH[?OPTIONS]", and checks the option keys against
+// known. An empty PATH is an error.
+func Parse(format, spec string, known ...string) (*Options, error) {
+	p, query, _ := strings.Cut(spec, "?")
+	if p == "" {
+		return nil, fmt.Errorf("%s: no path given (%s:PATH[?OPTIONS])", format, format)
+	}
+	vals, err := url.ParseQuery(query)
+	if err != nil {
+		return nil, fmt.Errorf("%s:%s: options: %w", format, spec, err)
+	}
+	for k, v := range vals {
+		if !slices.Contains(known, k) {
+			return nil, fmt.Errorf("%s:%s: unknown option %q (known: %s)", format, spec, k, strings.Join(known, ", "))
+		}
+		if len(v) > 1 {
+			return nil, fmt.Errorf("%s:%s: option %q given %d times", format, spec, k, len(v))
+		}
+	}
+	return &Options{Format: format, Path: p, vals: vals}, nil
+}
+
+// Get returns the option's value, "" when absent.
+func (o *Options) Get(key string) string { return o.vals.Get(key) }
+
+// Str returns the option's value, def when absent or empty.
+func (o *Options) Str(key, def string) string {
+	if v := o.vals.Get(key); v != "" {
+		return v
+	}
+	return def
+}
+
+// Errorf returns an error about an option, prefixed with FORMAT:PATH.
+func (o *Options) Errorf(format string, args ...any) error {
+	return fmt.Errorf("%s:%s: "+format, append([]any{o.Format, o.Path}, args...)...)
+}
+
+// Size parses size=WxH (or size=N for N×N); 0, 0 when absent.
+func (o *Options) Size() (h, w int, err error) {
+	v := o.vals.Get("size")
+	if v == "" {
+		return 0, 0, nil
+	}
+	ws, hs, square := strings.Cut(strings.ToLower(v), "x")
+	if !square {
+		hs = ws
+	}
+	w, err1 := strconv.Atoi(ws)
+	h, err2 := strconv.Atoi(hs)
+	if err1 != nil || err2 != nil || w <= 0 || h <= 0 || w > 1<<16 || h > 1<<16 {
+		return 0, 0, o.Errorf("size=%s: want WIDTHxHEIGHT, e.g. 32x32", v)
+	}
+	return h, w, nil
+}
+
+// maxPixels parses maxpixels=N, the decompression-bomb bound.
+func (o *Options) maxPixels() (int64, error) {
+	v := o.vals.Get("maxpixels")
+	if v == "" {
+		return imagedec.DefaultMaxPixels, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n <= 0 {
+		return 0, o.Errorf("maxpixels=%s: want a positive pixel count", v)
+	}
+	return n, nil
+}
+
+// resize parses resize=bilinear: images of another size are stretched to
+// the dataset's. Without it they are errors.
+func (o *Options) resize() (bool, error) {
+	switch v := o.vals.Get("resize"); v {
+	case "":
+		return false, nil
+	case "bilinear":
+		return true, nil
+	default:
+		return false, o.Errorf("resize=%s: the only resize is bilinear", v)
+	}
+}
+
+// Decode reads the options every format of encoded images takes: size=,
+// maxpixels= and resize=, what imagedec.NewPool needs. h and w are 0 when
+// size= is absent: the dataset's first image gives them.
+func (o *Options) Decode() (h, w int, maxPx int64, resize bool, err error) {
+	if resize, err = o.resize(); err != nil {
+		return 0, 0, 0, false, err
+	}
+	if h, w, err = o.Size(); err != nil {
+		return 0, 0, 0, false, err
+	}
+	if maxPx, err = o.maxPixels(); err != nil {
+		return 0, 0, 0, false, err
+	}
+	return h, w, maxPx, resize, nil
+}
+
+// ShardFiles expands a sharded format's PATH: a file, a directory (its
+// files ending in ext, sorted), or a glob pattern (matches sorted).
+func ShardFiles(p, ext string) ([]string, error) {
+	if strings.ContainsAny(p, "*?[") {
+		m, err := filepath.Glob(p)
+		if err != nil {
+			return nil, &loader.RecordError{File: p, Record: -1, Err: err}
+		}
+		if len(m) == 0 {
+			return nil, &loader.RecordError{File: p, Record: -1, Err: fmt.Errorf("%w: no file matches", fs.ErrNotExist)}
+		}
+		sort.Strings(m)
+		return m, nil
+	}
+	fi, err := os.Stat(p)
+	if err != nil {
+		return nil, &loader.RecordError{File: p, Record: -1, Err: err}
+	}
+	if !fi.IsDir() {
+		return []string{p}, nil
+	}
+	ents, err := os.ReadDir(p)
+	if err != nil {
+		return nil, &loader.RecordError{File: p, Record: -1, Err: err}
+	}
+	var out []string
+	for _, e := range ents {
+		if !e.IsDir() && strings.HasSuffix(strings.ToLower(e.Name()), ext) {
+			out = append(out, filepath.Join(p, e.Name()))
+		}
+	}
+	if len(out) == 0 {
+		return nil, &loader.RecordError{File: p, Record: -1, Err: fmt.Errorf("%w: no *%s file in the directory", fs.ErrNotExist, ext)}
+	}
+	return out, nil
+}

@@ -1,0 +1,23 @@
+// Package parquet implements image datasets as Hugging Face datasets
+// stores them in Parquet, as the loader format
+//
+//	parquet:PATH[?KEY=VALUE&…]
+//
+// PATH is a file, a directory of .parquet files or a glob. A file has an
+// image column img: struct<bytes: binary, path: string> holding PNG or
+// JPEG files (a plain binary column works too) and an integer label
+// column. Class names come from the "huggingface" file metadata
+// (features.LABEL.names) when present, else "0" to the largest label.
+// Pages are compressed and cannot be sliced per row, so the encoded images
+// are read once at open into memory (about the files' size) and decoded by
+// loader/imagedec on each Sample; for datasets larger than memory, convert
+// to Arrow. Options:
+//
+//	image=COLUMN    default img, else image
+//	label=COLUMN    default label
+//	size=WxH, maxpixels=N, resize=bilinear   as for loader/format/folder
+//
+// Import it for its side effect, as image/png is imported, to make the
+// format known to loader.Open. Its sources are safe for concurrent use and
+// implement loader.Labeler.
+package parquet

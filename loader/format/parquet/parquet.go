@@ -1,0 +1,337 @@
+package parquet
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strconv"
+
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/schema"
+
+	"github.com/loaderd/loaderd/augment"
+	"github.com/loaderd/loaderd/loader"
+	"github.com/loaderd/loaderd/loader/format/internal/mmap"
+	"github.com/loaderd/loaderd/loader/format/internal/options"
+	"github.com/loaderd/loaderd/loader/imagedec"
+)
+
+func init() {
+	loader.RegisterFormat("parquet", func(spec string) (loader.Source, error) { return open(spec) })
+}
+
+// source reads image datasets as Hugging Face datasets stores them.
+// Parquet pages are compressed and cannot be sliced per row, so at open
+// the encoded images are read once into one in-memory arena (about the
+// files' size); Sample decodes from it into the worker's scratch. It is
+// safe for concurrent use. The layout and the options are in the package
+// documentation.
+type source struct {
+	path    string
+	files   []string
+	starts  []int64 // dataset index of each file's first row
+	arena   []byte
+	offs    []int64 // image i is arena[offs[i]:offs[i+1]]
+	null    []bool  // image i is null; nil when none is
+	labels  []int32 // -1 when null or out of range
+	classes []string
+	dec     *imagedec.Pool
+}
+
+// open reads the files named by spec, "PATH[?OPTIONS]".
+func open(spec string) (*source, error) {
+	o, err := options.Parse("parquet", spec, "image", "label", "size", "maxpixels", "resize")
+	if err != nil {
+		return nil, err
+	}
+	h, w, maxPx, resize, err := o.Decode()
+	if err != nil {
+		return nil, err
+	}
+	files, err := options.ShardFiles(o.Path, ".parquet")
+	if err != nil {
+		return nil, err
+	}
+	p := &source{path: o.Path, files: files, offs: []int64{0}}
+	for _, name := range files {
+		p.starts = append(p.starts, int64(len(p.labels)))
+		if err := p.read(name, o.Get("image"), o.Str("label", "label")); err != nil {
+			return nil, &loader.RecordError{File: name, Record: -1, Err: err}
+		}
+	}
+	if len(p.labels) == 0 {
+		return nil, &loader.RecordError{File: o.Path, Record: -1, Err: fmt.Errorf("%w: no rows", loader.ErrTruncated)}
+	}
+	if p.classes == nil {
+		hi := int32(-1)
+		for _, l := range p.labels {
+			hi = max(hi, l)
+		}
+		for i := range hi + 1 {
+			p.classes = append(p.classes, strconv.Itoa(int(i)))
+		}
+	}
+	if h == 0 {
+		first := -1
+		for i := range p.labels {
+			if p.null == nil || !p.null[i] {
+				first = i
+				break
+			}
+		}
+		if first < 0 {
+			return nil, &loader.RecordError{File: o.Path, Record: -1, Err: fmt.Errorf("%w: every image is null", loader.ErrCorrupt)}
+		}
+		if h, w, err = imagedec.Size(p.image(int64(first)), maxPx); err != nil {
+			return nil, p.recordError(int64(first), err)
+		}
+	}
+	p.dec = imagedec.NewPool(h, w, maxPx, resize)
+	return p, nil
+}
+
+// read appends one file's images and labels.
+func (p *source) read(name, imageCol, labelCol string) error {
+	data, err := mmap.Map(name)
+	if err != nil {
+		return err
+	}
+	defer mmap.Unmap(data)
+	return p.readData(data, imageCol, labelCol)
+}
+
+// readData reads a whole parquet file held in data. The parquet reader may
+// panic on a malformed file: that is a corrupt file, not a crash.
+func (p *source) readData(data []byte, imageCol, labelCol string) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%w: parquet reader panic: %v", loader.ErrCorrupt, r)
+		}
+	}()
+	r, err := file.NewParquetReader(bytes.NewReader(data))
+	if err != nil {
+		return fmt.Errorf("%w: %w", loader.ErrCorrupt, err)
+	}
+	defer r.Close()
+	sc := r.MetaData().Schema
+	img, lab, err := parquetColumns(sc, imageCol, labelCol)
+	if err != nil {
+		return err
+	}
+	if p.classes == nil && len(p.labels) == 0 {
+		p.classes = hfClassNames(r.MetaData().KeyValueMetadata().FindValue("huggingface"), sc.Column(lab).ColumnPath()[0])
+	}
+	for g := range r.NumRowGroups() {
+		rg := r.RowGroup(g)
+		n := rg.NumRows()
+		before := len(p.labels)
+		if err := p.readImages(rg, img, sc.Column(img).MaxDefinitionLevel(), n); err != nil {
+			return fmt.Errorf("row group %d: %w", g, err)
+		}
+		if err := p.readLabels(rg, lab, sc.Column(lab).MaxDefinitionLevel(), n); err != nil {
+			return fmt.Errorf("row group %d: %w", g, err)
+		}
+		if len(p.labels)-before != int(n) || len(p.offs)-1 != len(p.labels) {
+			return fmt.Errorf("%w: row group %d: %d rows, read %d labels and %d images", loader.ErrCorrupt, g, n, len(p.labels)-before, len(p.offs)-1-before)
+		}
+	}
+	return nil
+}
+
+// parquetColumns finds the leaf columns of the image bytes and the label.
+func parquetColumns(sc *schema.Schema, imageCol, labelCol string) (img, lab int, err error) {
+	img = -1
+	cands := []string{imageCol}
+	if imageCol == "" {
+		cands = []string{"img", "image"}
+	}
+	for _, c := range cands {
+		for _, leaf := range []string{c + ".bytes", c} {
+			if i := sc.ColumnIndexByName(leaf); i >= 0 && img < 0 {
+				img = i
+			}
+		}
+	}
+	lab = sc.ColumnIndexByName(labelCol)
+	switch {
+	case img < 0:
+		return 0, 0, fmt.Errorf("%w: no image column %v (struct<bytes, path> or binary) in schema %s", loader.ErrColumn, cands, schemaNames(sc))
+	case sc.Column(img).PhysicalType() != parquet.Types.ByteArray || sc.Column(img).MaxRepetitionLevel() != 0:
+		return 0, 0, fmt.Errorf("%w: image column %s is %s, want binary", loader.ErrColumn, sc.Column(img).Path(), sc.Column(img).PhysicalType())
+	case lab < 0:
+		return 0, 0, fmt.Errorf("%w: no label column %q in schema %s", loader.ErrColumn, labelCol, schemaNames(sc))
+	case sc.Column(lab).MaxRepetitionLevel() != 0 || sc.Column(lab).PhysicalType() != parquet.Types.Int64 && sc.Column(lab).PhysicalType() != parquet.Types.Int32:
+		return 0, 0, fmt.Errorf("%w: label column %s is %s, want an integer", loader.ErrColumn, labelCol, sc.Column(lab).PhysicalType())
+	}
+	return img, lab, nil
+}
+
+func schemaNames(sc *schema.Schema) []string {
+	var out []string
+	for i := range sc.NumColumns() {
+		out = append(out, sc.Column(i).Path())
+	}
+	return out
+}
+
+// hfClassNames reads features.LABEL.names from the "huggingface" metadata.
+func hfClassNames(md *string, label string) []string {
+	if md == nil {
+		return nil
+	}
+	var v struct {
+		Info struct {
+			Features map[string]struct {
+				Names []string `json:"names"`
+			} `json:"features"`
+		} `json:"info"`
+	}
+	if json.Unmarshal([]byte(*md), &v) != nil {
+		return nil
+	}
+	return v.Info.Features[label].Names
+}
+
+const parquetChunk = 256
+
+func (p *source) readImages(rg *file.RowGroupReader, col int, maxDef int16, n int64) error {
+	cr, err := rg.Column(col)
+	if err != nil {
+		return fmt.Errorf("%w: %w", loader.ErrCorrupt, err)
+	}
+	r, ok := cr.(*file.ByteArrayColumnChunkReader)
+	if !ok {
+		return fmt.Errorf("%w: image column reader is %T", loader.ErrColumn, cr)
+	}
+	vals := make([]parquet.ByteArray, parquetChunk)
+	defs := make([]int16, parquetChunk)
+	for read := int64(0); read < n; {
+		total, nv, err := r.ReadBatch(min(parquetChunk, n-read), vals, defs, nil)
+		if err != nil {
+			return fmt.Errorf("%w: %w", loader.ErrCorrupt, err)
+		}
+		if total == 0 {
+			return fmt.Errorf("%w: image column ends after %d of %d rows", loader.ErrTruncated, read, n)
+		}
+		v := 0
+		for _, d := range defs[:total] {
+			isNull := d != maxDef || v == nv
+			if !isNull {
+				p.arena = append(p.arena, vals[v]...)
+				v++
+			}
+			if isNull && p.null == nil {
+				p.null = make([]bool, len(p.offs)-1)
+			}
+			if p.null != nil {
+				p.null = append(p.null, isNull)
+			}
+			p.offs = append(p.offs, int64(len(p.arena)))
+		}
+		read += total
+	}
+	return nil
+}
+
+func (p *source) readLabels(rg *file.RowGroupReader, col int, maxDef int16, n int64) error {
+	cr, err := rg.Column(col)
+	if err != nil {
+		return fmt.Errorf("%w: %w", loader.ErrCorrupt, err)
+	}
+	defs := make([]int16, parquetChunk)
+	v64 := make([]int64, parquetChunk)
+	v32 := make([]int32, parquetChunk)
+	for read := int64(0); read < n; {
+		var total int64
+		var nv int
+		switch r := cr.(type) {
+		case *file.Int64ColumnChunkReader:
+			total, nv, err = r.ReadBatch(min(parquetChunk, n-read), v64, defs, nil)
+		case *file.Int32ColumnChunkReader:
+			total, nv, err = r.ReadBatch(min(parquetChunk, n-read), v32, defs, nil)
+			for i := range nv {
+				v64[i] = int64(v32[i])
+			}
+		default:
+			return fmt.Errorf("%w: label column reader is %T", loader.ErrColumn, cr)
+		}
+		if err != nil {
+			return fmt.Errorf("%w: %w", loader.ErrCorrupt, err)
+		}
+		if total == 0 {
+			return fmt.Errorf("%w: label column ends after %d of %d rows", loader.ErrTruncated, read, n)
+		}
+		v := 0
+		for _, d := range defs[:total] {
+			l := int64(-1)
+			if d == maxDef && v < nv {
+				l = v64[v]
+				v++
+			}
+			if l < 0 || l > 1<<31-1 {
+				l = -1
+			}
+			p.labels = append(p.labels, int32(l))
+		}
+		read += total
+	}
+	return nil
+}
+
+func (p *source) image(i int64) []byte { return p.arena[p.offs[i]:p.offs[i+1]] }
+
+// recordError names the file and the row within it.
+func (p *source) recordError(i int64, err error) error {
+	k := sort.Search(len(p.starts), func(k int) bool { return p.starts[k] > i }) - 1
+	return &loader.RecordError{File: p.files[k], Record: i - p.starts[k], Err: err}
+}
+
+// Len returns the number of rows over all files.
+func (p *source) Len() int64 { return int64(len(p.labels)) }
+
+// Spec returns H×W×3 U8 HWC.
+func (p *source) Spec() augment.Spec { return p.dec.Spec() }
+
+// Classes returns the class names.
+func (p *source) Classes() []string { return p.classes }
+
+// String names the source as parquet:PATH.
+func (p *source) String() string { return "parquet:" + p.path }
+
+// Label returns the label of row i.
+func (p *source) Label(i int64) (int32, error) {
+	if i < 0 || i >= p.Len() {
+		return 0, &loader.RecordError{File: p.path, Record: i, Err: loader.ErrIndex}
+	}
+	return p.labels[i], nil
+}
+
+// Sample decodes row i's image into scratch.
+func (p *source) Sample(i int64, scratch []byte) (int32, []byte, error) {
+	if i < 0 || i >= p.Len() {
+		return 0, nil, &loader.RecordError{File: p.path, Record: i, Err: loader.ErrIndex}
+	}
+	if p.offs == nil {
+		return 0, nil, &loader.RecordError{File: p.path, Record: i, Err: loader.ErrClosed}
+	}
+	label := p.labels[i]
+	switch {
+	case p.null != nil && p.null[i]:
+		return 0, nil, p.recordError(i, fmt.Errorf("%w: null image", loader.ErrCorrupt))
+	case label < 0 || int(label) >= len(p.classes):
+		return 0, nil, p.recordError(i, fmt.Errorf("%w: null, negative or over %d classes", loader.ErrLabel, len(p.classes)))
+	}
+	pix, err := p.dec.Decode(p.image(i), scratch)
+	if err != nil {
+		return 0, nil, p.recordError(i, err)
+	}
+	return label, pix, nil
+}
+
+// Close releases the arena.
+func (p *source) Close() error {
+	p.arena, p.offs = nil, nil
+	return nil
+}

@@ -1,0 +1,14 @@
+// Package imagedec implements the image decoding of the formats that hold
+// encoded images (folder, tar, parquet): JPEG (through internal/jpegdec,
+// allocation-free), PNG, GIF, BMP, TIFF and WebP, told apart by content,
+// into H×W×3 RGB bytes in HWC order, with PIL's conversions and, on
+// request, its bilinear resize.
+//
+// A Decoder checks an image's header before decoding it, so a
+// decompression bomb or an image of the wrong size costs nothing. Errors
+// wrap this package's sentinels or loader.ErrCorrupt and
+// loader.ErrTruncated.
+//
+// A Decoder is not safe for concurrent use; a Pool, which lends one to
+// each worker, is. IsImageName and Size are safe for concurrent use.
+package imagedec

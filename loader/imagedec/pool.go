@@ -1,0 +1,69 @@
+package imagedec
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/loaderd/loaderd/augment"
+	"github.com/loaderd/loaderd/loader"
+)
+
+// Pool hands Decoders to the workers of an encoded-image source.
+// Source.Sample gives a worker only a scratch buffer for the pixels, so
+// the decoder state (a JPEG decoder's tables and planes, about 12 KiB for
+// a CIFAR image) lives in a sync.Pool: its per-P caches give each worker
+// its own decoder back nearly always, and the steady state allocates
+// nothing for JPEG. A Pool is safe for concurrent use.
+type Pool struct {
+	h, w      int
+	maxPixels int64
+	resize    bool
+	pool      sync.Pool
+}
+
+// NewPool returns a pool of decoders of h×w images, refusing images that
+// declare more than maxPixels and, unless resize, images of another size.
+func NewPool(h, w int, maxPixels int64, resize bool) *Pool {
+	return &Pool{h: h, w: w, maxPixels: maxPixels, resize: resize}
+}
+
+// Spec returns what Decode writes: H×W×3 U8 HWC.
+func (p *Pool) Spec() augment.Spec {
+	return augment.Spec{H: p.h, W: p.w, C: 3, DType: augment.U8, Layout: augment.HWC}
+}
+
+// Decode decodes data into scratch, which must hold Spec().Bytes(), and
+// returns the pixels. Errors are Decoder.Decode's.
+func (p *Pool) Decode(data, scratch []byte) ([]byte, error) {
+	need := p.h * p.w * 3
+	if len(scratch) < need {
+		return nil, fmt.Errorf("scratch of %d bytes, need %d", len(scratch), need)
+	}
+	d, _ := p.pool.Get().(*Decoder)
+	if d == nil {
+		d = &Decoder{H: p.h, W: p.w, MaxPixels: p.maxPixels, Resize: p.resize}
+	}
+	err := d.Decode(data, scratch[:need])
+	p.pool.Put(d)
+	if err != nil {
+		return nil, err
+	}
+	return scratch[:need], nil
+}
+
+// Size reads the size of the image in data from its header, refusing one
+// over maxPixels: a dataset that declares no size takes its first image's.
+func Size(data []byte, maxPixels int64) (h, w int, err error) {
+	var d Decoder
+	cfg, err := d.DecodeConfig(data)
+	if err != nil {
+		return 0, 0, err
+	}
+	if cfg.Width <= 0 || cfg.Height <= 0 {
+		return 0, 0, fmt.Errorf("%w: %s header declares %dx%d", loader.ErrCorrupt, cfg.Format, cfg.Width, cfg.Height)
+	}
+	if int64(cfg.Width)*int64(cfg.Height) > maxPixels {
+		return 0, 0, fmt.Errorf("%w: %s header declares %dx%d, over %d pixels", ErrTooLarge, cfg.Format, cfg.Width, cfg.Height, maxPixels)
+	}
+	return cfg.Height, cfg.Width, nil
+}
