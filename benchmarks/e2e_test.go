@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/loaderd/loaderd/augment"
+	"github.com/loaderd/loaderd/client"
 	"github.com/loaderd/loaderd/internal/server"
 	"github.com/loaderd/loaderd/loader"
-	"github.com/loaderd/loaderd/trainer"
 )
 
 // benchE2E measures batches crossing the process boundary: daemon and
@@ -42,13 +42,13 @@ func benchE2E(b *testing.B, network string, shm bool, out augment.DType, window 
 	if network == "unix" {
 		target = "unix://" + target
 	}
-	client, err := trainer.Dial(target)
+	cl, err := client.Dial(target)
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer client.Close()
+	defer cl.Close()
 	ctx := context.Background()
-	s, err := client.Open(ctx, trainer.StreamConfig{Dataset: "cifar", BatchSize: batchSize, Seed: 1,
+	s, err := cl.Open(ctx, client.StreamConfig{Dataset: "cifar", BatchSize: batchSize, Seed: 1,
 		DType: out, SharedMemory: shm, Prefetch: window})
 	if err != nil {
 		b.Fatal(err)

@@ -1,4 +1,4 @@
-package trainer
+package client
 
 import (
 	"context"
@@ -13,11 +13,6 @@ import (
 	pb "github.com/loaderd/loaderd/proto/loaderd/v1"
 )
 
-// MaxMessageSize is the largest message a client accepts: the daemon's
-// inline batch limit plus room for indices and labels. gRPC's default of
-// 4 MiB is below one batch of 512 f32 CIFAR images.
-const MaxMessageSize = 256<<20 + 1<<20
-
 // Client is a connection to a loaderd daemon. It is safe for concurrent use.
 type Client struct {
 	conn *grpc.ClientConn
@@ -29,17 +24,18 @@ type Client struct {
 func Dial(target string, opts ...grpc.DialOption) (*Client, error) {
 	base := []grpc.DialOption{
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(MaxMessageSize)),
+		// gRPC's default of 4 MiB is below one batch of 512 f32 CIFAR images.
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(wire.MaxMessageSize)),
 		// Large windows and buffers keep a loopback link full of batches.
-		grpc.WithInitialWindowSize(8 << 20),
-		grpc.WithInitialConnWindowSize(16 << 20),
-		grpc.WithReadBufferSize(1 << 20),
-		grpc.WithWriteBufferSize(1 << 20),
+		grpc.WithInitialWindowSize(wire.InitialWindowSize),
+		grpc.WithInitialConnWindowSize(wire.InitialConnWindowSize),
+		grpc.WithReadBufferSize(wire.ReadBufferSize),
+		grpc.WithWriteBufferSize(wire.WriteBufferSize),
 		experimental.WithBufferPool(wire.Pool),
 	}
 	conn, err := grpc.NewClient(target, append(base, opts...)...)
 	if err != nil {
-		return nil, fmt.Errorf("trainer: dial %s: %w", target, err)
+		return nil, fmt.Errorf("client: dial %s: %w", target, err)
 	}
 	return &Client{conn: conn, api: pb.NewLoaderClient(conn)}, nil
 }
@@ -48,7 +44,7 @@ func Dial(target string, opts ...grpc.DialOption) (*Client, error) {
 func (c *Client) Datasets(ctx context.Context) ([]*pb.Dataset, error) {
 	resp, err := c.api.ListDatasets(ctx, &pb.ListDatasetsRequest{})
 	if err != nil {
-		return nil, fmt.Errorf("trainer: list datasets: %w", err)
+		return nil, fmt.Errorf("client: list datasets: %w", err)
 	}
 	return resp.GetDatasets(), nil
 }

@@ -1,4 +1,4 @@
-package trainer
+package client
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/loaderd/loaderd/augment"
+	"github.com/loaderd/loaderd/internal/wire"
 	"github.com/loaderd/loaderd/pinned"
 	pb "github.com/loaderd/loaderd/proto/loaderd/v1"
 	"github.com/loaderd/loaderd/sampler"
@@ -48,7 +49,8 @@ type StreamConfig struct {
 // hiccups instead of stalling the workers.
 const DefaultPrefetch = 8
 
-// Batch is one received batch. Data stays valid until Release.
+// Batch is one received batch. Data, and the slices beside it, stay valid
+// until Release.
 type Batch struct {
 	Seq     uint64 // position in this Stream, from 0, across reconnects
 	Epoch   int64
@@ -62,10 +64,10 @@ type Batch struct {
 	Data    []byte
 
 	s         *Stream
-	buf       []byte // ring slot (inline transport)
-	gen       int    // stream generation it arrived on
+	buf       []byte     // ring slot (inline transport)
+	w         wire.Batch // what the decoder wrote; the fields above are views of it
+	gen       int        // stream generation it arrived on
 	serverSeq uint64
-	shm       shmRef
 	held      bool
 }
 
@@ -106,7 +108,7 @@ type Stream struct {
 	ack      *pb.StreamRequest
 	ackSeqs  []uint64
 
-	rep   reply
+	dec   wire.Decoder
 	seq   uint64
 	next  sampler.Position // first batch not yet received
 	mu    sync.Mutex
@@ -142,15 +144,16 @@ func (c *Client) Open(ctx context.Context, cfg StreamConfig) (*Stream, error) {
 	window := int(h.GetMaxInFlight())
 	s.free, s.ready = make(chan *Batch, window), make(chan *Batch, window)
 	if !cfg.SharedMemory {
-		ring, err := pinned.New(pinned.Config{SlotSize: size, Slots: window, Name: "trainer-ring"})
+		ring, err := pinned.New(pinned.Config{SlotSize: size, Slots: window, Name: "client-ring"})
 		if err != nil {
 			s.Close()
-			return nil, fmt.Errorf("trainer: ring: %w", err)
+			return nil, fmt.Errorf("client: ring: %w", err)
 		}
 		s.ring = ring
 	}
 	for range window {
-		b := &Batch{s: s, Indices: make([]int64, 0, h.GetBatchSize()), Labels: make([]int32, 0, h.GetBatchSize())}
+		b := &Batch{s: s}
+		b.w.Indices, b.w.Labels = make([]int64, 0, h.GetBatchSize()), make([]int32, 0, h.GetBatchSize())
 		if s.ring != nil {
 			slot, _ := s.ring.TryLease()
 			b.buf = slot.Bytes()[:size]
@@ -161,8 +164,13 @@ func (c *Client) Open(ctx context.Context, cfg StreamConfig) (*Stream, error) {
 	return s, nil
 }
 
-// Header returns the daemon's description of the stream.
-func (s *Stream) Header() *pb.StreamHeader { return s.header }
+// Header returns the daemon's description of the stream (after a resume,
+// the new daemon's). The caller must not modify it.
+func (s *Stream) Header() *pb.StreamHeader {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.header
+}
 
 // open builds the Open message for a start position.
 func (s *Stream) open(start sampler.Position) *pb.Open {
@@ -191,15 +199,15 @@ func (s *Stream) connect(ctx context.Context, resume bool) error {
 	if resume {
 		timer = time.AfterFunc(s.cfg.ReconnectWait, gcancel)
 	}
-	gs, err := s.c.api.Stream(gctx, grpc.ForceCodecV2(codec{}), grpc.WaitForReady(resume))
+	gs, err := s.c.api.Stream(gctx, grpc.ForceCodecV2(wire.ClientCodec{}), grpc.WaitForReady(resume))
 	if err == nil {
 		err = gs.Send(&pb.StreamRequest{Msg: &pb.StreamRequest_Open{Open: s.open(s.next)}})
 	}
-	var r reply
+	var r wire.Decoder // no Batch: a batch before the header fails
 	if err == nil {
 		err = gs.RecvMsg(&r)
-		if err == nil && r.header == nil {
-			err = errors.New("trainer: stream did not start with a header")
+		if err == nil && r.Header == nil {
+			err = errors.New("client: stream did not start with a header")
 		}
 	}
 	if timer != nil {
@@ -208,16 +216,16 @@ func (s *Stream) connect(ctx context.Context, resume bool) error {
 	if err != nil {
 		gcancel()
 		if err == io.EOF {
-			err = errors.New("trainer: daemon closed the stream before its header")
+			err = errors.New("client: daemon closed the stream before its header")
 		}
-		return fmt.Errorf("trainer: open %q: %w", s.cfg.Dataset, err)
+		return fmt.Errorf("client: open %q: %w", s.cfg.Dataset, err)
 	}
-	if old := s.header; old != nil && (old.GetSampleBytes() != r.header.GetSampleBytes() || old.GetBatchSize() != r.header.GetBatchSize() ||
-		old.GetMaxInFlight() != r.header.GetMaxInFlight()) {
+	if old := s.header; old != nil && (old.GetSampleBytes() != r.Header.GetSampleBytes() || old.GetBatchSize() != r.Header.GetBatchSize() ||
+		old.GetMaxInFlight() != r.Header.GetMaxInFlight()) {
 		gcancel()
-		return errors.New("trainer: the daemon changed the stream's shape on reconnect")
+		return errors.New("client: the daemon changed the stream's shape on reconnect")
 	}
-	if shm := r.header.GetShm(); shm != nil {
+	if shm := r.Header.GetShm(); shm != nil {
 		region, err := mapRegion(shm)
 		if err != nil {
 			gcancel()
@@ -233,19 +241,21 @@ func (s *Stream) connect(ctx context.Context, resume bool) error {
 	s.gs, s.gsCancel = gs, gcancel
 	s.gen++
 	s.sendMu.Unlock()
-	s.header = r.header
+	s.mu.Lock()
+	s.header = r.Header // read without the lock only by the receiver, its writer
+	s.mu.Unlock()
 	return nil
 }
 
 func mapRegion(shm *pb.ShmRegion) (*pinned.Region, error) {
 	f, err := os.Open(shm.GetPath())
 	if err != nil {
-		return nil, fmt.Errorf("trainer: shared memory %s (is the daemon on this host?): %w", shm.GetPath(), err)
+		return nil, fmt.Errorf("client: shared memory %s (is the daemon on this host?): %w", shm.GetPath(), err)
 	}
 	defer f.Close()
 	r, err := pinned.Map(int(f.Fd()), int(shm.GetSize()), pinned.MapOptions{})
 	if err != nil {
-		return nil, fmt.Errorf("trainer: shared memory %s: %w", shm.GetPath(), err)
+		return nil, fmt.Errorf("client: shared memory %s: %w", shm.GetPath(), err)
 	}
 	return r, nil
 }
@@ -259,46 +269,74 @@ func (s *Stream) receive() {
 		select {
 		case b = <-s.free:
 		case <-s.ctx.Done():
-			s.err = fmt.Errorf("trainer: stream closed: %w", s.ctx.Err())
+			s.err = fmt.Errorf("client: stream closed: %w", s.ctx.Err())
 			return
 		}
-		s.rep.b, s.rep.dst = b, b.buf
-		err := s.gs.RecvMsg(&s.rep)
-		if err == nil {
-			err = s.accept(b)
-		}
+		err := s.recv(b)
 		if err == nil {
 			s.ready <- b
 			continue
 		}
 		s.free <- b
+		if s.ctx.Err() != nil {
+			s.err = fmt.Errorf("client: stream closed: %w", s.ctx.Err())
+			return
+		}
 		if err == io.EOF {
 			s.err = io.EOF
 			return
 		}
-		if !s.resumable(err) {
-			s.err = err
+		if !s.resumable(err) { // it set s.err
 			return
 		}
 	}
 }
 
+// recv receives the next batch into b.
+func (s *Stream) recv(b *Batch) error {
+	s.dec.Batch, s.dec.Dst = &b.w, b.buf
+	for {
+		if err := s.gs.RecvMsg(&s.dec); err != nil {
+			return err
+		}
+		switch {
+		case s.dec.Header != nil:
+			return errors.New("client: second stream header")
+		case s.dec.HasBatch:
+			return s.accept(b)
+		}
+		// Neither a header nor a batch: a kind of message this client
+		// does not know, from a newer daemon. Skip it, as protobuf skips
+		// unknown fields.
+	}
+}
+
 // accept checks a decoded batch and files it under this stream.
 func (s *Stream) accept(b *Batch) error {
-	if s.rep.header != nil {
-		return errors.New("trainer: second stream header")
-	}
-	if b.shm.set {
-		end := b.shm.offset + b.shm.length
-		if b.shm.offset < 0 || end > int64(len(s.region)) {
-			return fmt.Errorf("trainer: batch %d lies outside the shared region", b.Seq)
+	w := &b.w
+	b.Data = w.Data
+	if w.HasShm {
+		off, n, size := w.Shm.Offset, w.Shm.Length, int64(len(s.region))
+		if off < 0 || n < 0 || off > size || n > size-off {
+			return fmt.Errorf("client: batch %d lies outside the shared region", w.Seq)
 		}
-		b.Data = s.region[b.shm.offset:end:end]
+		b.Data = s.region[off : off+n : off+n]
 	}
 	if b.Data == nil {
-		return fmt.Errorf("trainer: batch %d carries no tensor", b.Seq)
+		return fmt.Errorf("client: batch %d carries no tensor", w.Seq)
 	}
-	b.serverSeq, b.Seq, b.gen, b.held = b.Seq, s.seq, s.gen, true
+	b.Epoch, b.Index, b.Indices, b.Labels = w.Epoch, w.Index, w.Indices, w.Labels
+	b.DType, b.Layout = augment.DType(w.DType), augment.Layout(w.Layout)
+	b.Shape = b.Shape[:0]
+	for _, d := range w.Shape {
+		b.Shape = append(b.Shape, int(d))
+	}
+	b.Params = b.Params[:0]
+	p := &w.Params
+	for i := range min(len(p.Top), len(p.Left), len(p.Flip)) {
+		b.Params = append(b.Params, augment.Params{Top: p.Top[i], Left: p.Left[i], Flip: p.Flip[i]})
+	}
+	b.serverSeq, b.Seq, b.gen, b.held = w.Seq, s.seq, s.gen, true
 	s.seq++
 	next := sampler.Position{Epoch: b.Epoch, Batch: b.Index + 1}
 	if next.Batch >= s.header.GetBatchesPerEpoch() {
@@ -329,7 +367,7 @@ func (s *Stream) resumable(err error) bool {
 	resumes := s.stats.Reconnects
 	s.mu.Unlock()
 	if resumes >= s.cfg.Reconnects {
-		s.err = fmt.Errorf("trainer: stream lost at %v after %d resumes: %w", s.next, resumes, err)
+		s.err = fmt.Errorf("client: stream lost at %v after %d resumes: %w", s.next, resumes, err)
 		return false
 	}
 	// Retry until ReconnectWait has passed: a daemon that is stopping
@@ -352,7 +390,7 @@ func (s *Stream) resumable(err error) bool {
 		case <-s.ctx.Done():
 		}
 	}
-	s.err = fmt.Errorf("trainer: stream lost at %v: %w", s.next, err)
+	s.err = fmt.Errorf("client: stream lost at %v: %w", s.next, err)
 	return false
 }
 
@@ -374,6 +412,10 @@ func (s *Stream) Next(ctx context.Context) (*Batch, error) {
 		<-s.done
 		return nil, s.err
 	}
+	if err := s.ctx.Err(); err != nil {
+		// Closed: b's memory is gone, though it was still in the ring.
+		return nil, fmt.Errorf("client: stream closed: %w", err)
+	}
 	return b, nil
 }
 
@@ -381,7 +423,7 @@ func (s *Stream) release(b *Batch) error {
 	s.sendMu.Lock()
 	if !b.held {
 		s.sendMu.Unlock()
-		return errors.New("trainer: batch released twice")
+		return errors.New("client: batch released twice")
 	}
 	b.held = false
 	var err error

@@ -1,23 +1,24 @@
-// Package trainer implements the client side of loaderd: the Go stub
-// wrapper trainers link. A Client connects to a daemon; a Stream receives
-// one rank's batches in order into a small ring of pinned buffers the
-// Stream owns (or, over shared memory, as views of the daemon's region),
-// prefetches ahead of the caller, acknowledges each batch on Release, and
-// reports how long the caller waited for data: the number that says
-// whether loaderd keeps the devices fed. A stream that loses its daemon
-// reconnects and resumes at the first batch it had not received.
+// Package trainer is loaderd's reference trainer: a training loop fed by
+// the daemon through package client (github.com/loaderd/loaderd/client),
+// used exactly as any other Go program would use it. Go trainers that only
+// need batches link client, not this package.
 //
 // Train runs a training loop fed by one stream (DataParallel over K
 // devices) or by K streams, one per rank (DDP), with a live progress line,
 // evaluation on a second dataset, and checkpoints that hold the
-// parameters, the optimizer state and the loader position, so a stopped
-// run resumes exactly where it stopped.
+// parameters, the optimizer state and the loader position
+// (client.Stream.Position), so a stopped run resumes exactly where it
+// stopped. TrainResult reports, besides the loss and accuracy, how long
+// the steps waited for data: the number that says whether loaderd keeps
+// the devices fed.
 //
 // The sub-packages hold the training engine: tensor (devices and
-// kernels), nn (layers and models), optim (SGD and schedules), parallel
-// (DataParallel and all-reduce) and devices (NVML discovery, with CPU
-// devices where there is no GPU).
+// kernels, and PlanCPU, the CPU devices a run uses), nn (layers and
+// models), optim (SGD and schedules), parallel (DataParallel and
+// all-reduce) and devices (NVML discovery for `trainer devices`, with the
+// CPU devices used where there is no GPU). Train itself runs on CPU
+// devices and does not link NVML.
 //
-// A Client is safe for concurrent use. A Stream's Next must be called from
-// one goroutine at a time; Release may be called from any goroutine.
+// Several Trains may run at once on one Client, with distinct checkpoint
+// files.
 package trainer

@@ -6,20 +6,21 @@ import (
 	"log/slog"
 	"net"
 
+	"github.com/loaderd/loaderd/client"
 	"github.com/loaderd/loaderd/internal/server"
-	"github.com/loaderd/loaderd/loader"
+	"github.com/loaderd/loaderd/loader/format/synthetic"
 	"github.com/loaderd/loaderd/trainer"
 )
 
 func ExampleTrain() {
 	// A daemon serving 256 synthetic images (in production: loaderd serve).
 	srv, _ := server.New(server.Options{Logger: slog.New(slog.DiscardHandler)},
-		&server.Dataset{Name: "train", Spec: "synthetic", Source: loader.NewSynthetic(256, 0)})
+		&server.Dataset{Name: "train", Spec: "synthetic", Source: synthetic.New(256, 0)})
 	lis, _ := net.Listen("tcp", "127.0.0.1:0")
 	go srv.Serve(lis)
 	defer srv.Shutdown(context.Background())
 
-	c, err := trainer.Dial(lis.Addr().String())
+	c, err := client.Dial(lis.Addr().String())
 	if err != nil {
 		panic(err)
 	}

@@ -9,8 +9,8 @@ import (
 
 	"github.com/loaderd/loaderd/augment"
 	"github.com/loaderd/loaderd/sampler"
-	"github.com/loaderd/loaderd/trainer/devices"
 	"github.com/loaderd/loaderd/trainer/nn"
+	"github.com/loaderd/loaderd/trainer/tensor"
 )
 
 // ErrTrainConfig reports an invalid TrainConfig.
@@ -79,7 +79,7 @@ func (c *TrainConfig) EnsureDefaults() {
 		c.Mode = "dp"
 	}
 	if c.Devices == 0 {
-		c.Devices = len(devices.Plan(0, 0))
+		c.Devices, _ = tensor.PlanCPU(0, 0)
 	}
 	if c.Batch == 0 {
 		c.Batch = 128

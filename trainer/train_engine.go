@@ -12,6 +12,7 @@ import (
 	"unsafe"
 
 	"github.com/loaderd/loaderd/augment"
+	"github.com/loaderd/loaderd/client"
 	pb "github.com/loaderd/loaderd/proto/loaderd/v1"
 	"github.com/loaderd/loaderd/sampler"
 	"github.com/loaderd/loaderd/trainer/nn"
@@ -40,7 +41,7 @@ type engine interface {
 	restore(model, opt []byte) error
 	// open starts the training streams at start and returns the batches
 	// per epoch.
-	open(ctx context.Context, c *Client, cfg *TrainConfig, start sampler.Position) (int64, error)
+	open(ctx context.Context, c *client.Client, cfg *TrainConfig, start sampler.Position) (int64, error)
 	close()
 }
 
@@ -68,9 +69,9 @@ func parallelConfig(c *TrainConfig) parallel.Config {
 }
 
 // streamConfig is rank r's training stream, from position start.
-func streamConfig(c *TrainConfig, rank int, start sampler.Position) StreamConfig {
+func streamConfig(c *TrainConfig, rank int, start sampler.Position) client.StreamConfig {
 	w := c.world()
-	return StreamConfig{Dataset: c.Dataset, Rank: rank, World: w, BatchSize: c.Batch / w, Seed: c.Seed,
+	return client.StreamConfig{Dataset: c.Dataset, Rank: rank, World: w, BatchSize: c.Batch / w, Seed: c.Seed,
 		DropLastBatch: true, Start: start, Epochs: int64(c.Epochs) - start.Epoch, Augment: c.Augment,
 		DType: augment.F32, Layout: augment.CHW, SharedMemory: c.SharedMemory, Prefetch: c.Prefetch,
 		Name: fmt.Sprintf("%s-rank%d", c.Name, rank)}
@@ -113,7 +114,7 @@ var littleEndian = func() bool { x := uint16(1); return *(*byte)(unsafe.Pointer(
 // dpEngine is DataParallel fed by one stream of global batches.
 type dpEngine struct {
 	dp    *parallel.DataParallel
-	s     *Stream
+	s     *client.Stream
 	spare []float32
 }
 
@@ -159,7 +160,7 @@ func (e *dpEngine) close() {
 // world K), stepping together: every step starts a goroutine per rank.
 type ddpEngine struct {
 	ranks   []*parallel.Rank
-	streams []*Stream
+	streams []*client.Stream
 	spare   [][]float32
 	res     []stepStats
 	errs    []error
@@ -284,7 +285,7 @@ func newEngine(cfg *TrainConfig, devs []tensor.Device) (engine, error) {
 	return &ddpEngine{ranks: ranks, spare: make([][]float32, k), res: make([]stepStats, k), errs: make([]error, k)}, nil
 }
 
-func (e *dpEngine) open(ctx context.Context, c *Client, cfg *TrainConfig, start sampler.Position) (int64, error) {
+func (e *dpEngine) open(ctx context.Context, c *client.Client, cfg *TrainConfig, start sampler.Position) (int64, error) {
 	s, err := c.Open(ctx, streamConfig(cfg, 0, start))
 	if err != nil {
 		return 0, err
@@ -296,7 +297,7 @@ func (e *dpEngine) open(ctx context.Context, c *Client, cfg *TrainConfig, start 
 	return s.Header().GetBatchesPerEpoch(), nil
 }
 
-func (e *ddpEngine) open(ctx context.Context, c *Client, cfg *TrainConfig, start sampler.Position) (int64, error) {
+func (e *ddpEngine) open(ctx context.Context, c *client.Client, cfg *TrainConfig, start sampler.Position) (int64, error) {
 	for r := range e.ranks {
 		s, err := c.Open(ctx, streamConfig(cfg, r, start))
 		if err != nil {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/loaderd/loaderd/augment"
+	"github.com/loaderd/loaderd/client"
 	"github.com/loaderd/loaderd/trainer/nn"
 	"github.com/loaderd/loaderd/trainer/tensor"
 )
@@ -54,12 +55,12 @@ func (e *evaluator) syncState() error {
 }
 
 // run evaluates one pass over dataset.
-func (e *evaluator) run(ctx context.Context, c *Client, cfg *TrainConfig) (*EvalResult, error) {
+func (e *evaluator) run(ctx context.Context, c *client.Client, cfg *TrainConfig) (*EvalResult, error) {
 	t0 := time.Now()
 	if err := e.syncState(); err != nil {
 		return nil, fmt.Errorf("trainer: eval: %w", err)
 	}
-	s, err := c.Open(ctx, StreamConfig{Dataset: cfg.Eval, BatchSize: cfg.EvalBatch, NoShuffle: true, Epochs: 1,
+	s, err := c.Open(ctx, client.StreamConfig{Dataset: cfg.Eval, BatchSize: cfg.EvalBatch, NoShuffle: true, Epochs: 1,
 		Augment: cfg.EvalAugment, DType: augment.F32, Layout: augment.CHW, SharedMemory: cfg.SharedMemory,
 		Prefetch: cfg.Prefetch, Name: cfg.Name + "-eval"})
 	if err != nil {

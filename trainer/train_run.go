@@ -7,9 +7,10 @@ import (
 	"os"
 	"time"
 
+	"github.com/loaderd/loaderd/client"
 	"github.com/loaderd/loaderd/sampler"
-	"github.com/loaderd/loaderd/trainer/devices"
 	"github.com/loaderd/loaderd/trainer/optim"
+	"github.com/loaderd/loaderd/trainer/tensor"
 )
 
 // ErrStopped reports a run stopped by its context before the last epoch;
@@ -21,7 +22,7 @@ var ErrStopped = errors.New("trainer: training stopped")
 // When ctx ends it saves a checkpoint at the last finished step and
 // returns the result so far with an error matching ErrStopped and the
 // context's error. cfg must have passed Validate.
-func Train(ctx context.Context, c *Client, cfg TrainConfig) (*TrainResult, error) {
+func Train(ctx context.Context, c *client.Client, cfg TrainConfig) (*TrainResult, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -51,7 +52,7 @@ func Train(ctx context.Context, c *Client, cfg TrainConfig) (*TrainResult, error
 	}
 	g := cfg.Goroutines
 	if g == 0 {
-		g = devices.Plan(cfg.Devices, 0)[0].Goroutines
+		_, g = tensor.PlanCPU(cfg.Devices, 0)
 	}
 	devs, err := newDevices(cfg.Devices, g)
 	if err != nil {
@@ -75,7 +76,7 @@ func Train(ctx context.Context, c *Client, cfg TrainConfig) (*TrainResult, error
 
 // checkDatasets makes sure the daemon serves the datasets and that their
 // labels fit the model's classes.
-func checkDatasets(ctx context.Context, c *Client, cfg *TrainConfig) error {
+func checkDatasets(ctx context.Context, c *client.Client, cfg *TrainConfig) error {
 	ds, err := c.Datasets(ctx)
 	if err != nil {
 		return err
@@ -114,7 +115,7 @@ func checkDatasets(ctx context.Context, c *Client, cfg *TrainConfig) error {
 // training is one call of Train.
 type training struct {
 	cfg   *TrainConfig
-	c     *Client
+	c     *client.Client
 	e     engine
 	eval  *evaluator
 	sched optim.Schedule

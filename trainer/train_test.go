@@ -12,19 +12,20 @@ import (
 	"testing"
 	"time"
 
+	"github.com/loaderd/loaderd/client"
 	"github.com/loaderd/loaderd/internal/server"
-	"github.com/loaderd/loaderd/loader"
+	"github.com/loaderd/loaderd/loader/format/synthetic"
 	"github.com/loaderd/loaderd/trainer"
 	"github.com/loaderd/loaderd/trainer/nn"
 )
 
 // startDaemon serves synthetic datasets "train" (n samples) and "val"
 // (another seed: the same classes, different images) on a loopback port.
-func startDaemon(t testing.TB, n, nval int64) *trainer.Client {
+func startDaemon(t testing.TB, n, nval int64) *client.Client {
 	t.Helper()
 	srv, err := server.New(server.Options{Workers: 2, Logger: slog.New(slog.DiscardHandler), AckTimeout: 10 * time.Second},
-		&server.Dataset{Name: "train", Spec: "synthetic", Source: loader.NewSynthetic(n, 0)},
-		&server.Dataset{Name: "val", Spec: "synthetic", Source: loader.NewSynthetic(nval, 7)})
+		&server.Dataset{Name: "train", Spec: "synthetic", Source: synthetic.New(n, 0)},
+		&server.Dataset{Name: "val", Spec: "synthetic", Source: synthetic.New(nval, 7)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,7 +35,7 @@ func startDaemon(t testing.TB, n, nval int64) *trainer.Client {
 	}
 	go srv.Serve(lis)
 	t.Cleanup(func() { srv.Shutdown(context.Background()) })
-	c, err := trainer.Dial(lis.Addr().String())
+	c, err := client.Dial(lis.Addr().String())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/loaderd/loaderd/augment"
-	"github.com/loaderd/loaderd/trainer"
+	"github.com/loaderd/loaderd/client"
 )
 
 // consumeConfig is `trainer consume` as flags give it.
@@ -98,19 +98,19 @@ func consumeMain(ctx context.Context, args []string) error {
 }
 
 func runConsume(ctx context.Context, c consumeConfig) error {
-	client, err := trainer.Dial(c.Addr)
+	cl, err := client.Dial(c.Addr)
 	if err != nil {
 		return err
 	}
-	defer client.Close()
+	defer cl.Close()
 	dt, _ := augment.ParseDType(c.DType)
 	if c.DType == "" {
 		dt = 0
 	}
-	sc := trainer.StreamConfig{Dataset: c.Dataset, Rank: c.Rank, World: c.World, BatchSize: c.Batch,
+	sc := client.StreamConfig{Dataset: c.Dataset, Rank: c.Rank, World: c.World, BatchSize: c.Batch,
 		Seed: c.Seed, Epochs: c.Epochs, DType: dt, SharedMemory: c.Transport == "shm", Prefetch: c.Prefetch,
 		Name: fmt.Sprintf("trainer-%d", os.Getpid())}
-	st, err := trainer.Consume(ctx, client, trainer.ConsumeConfig{Stream: sc, StepTime: c.StepTime, Progress: os.Stderr})
+	st, err := client.Consume(ctx, cl, client.ConsumeConfig{Stream: sc, StepTime: c.StepTime, Progress: os.Stderr})
 	if err != nil {
 		return err
 	}
@@ -131,12 +131,12 @@ func datasetsMain(ctx context.Context, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	client, err := trainer.Dial(*addr)
+	cl, err := client.Dial(*addr)
 	if err != nil {
 		return err
 	}
-	defer client.Close()
-	ds, err := client.Datasets(ctx)
+	defer cl.Close()
+	ds, err := cl.Datasets(ctx)
 	if err != nil {
 		return err
 	}

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/loaderd/loaderd/internal/server"
-	"github.com/loaderd/loaderd/loader"
+	"github.com/loaderd/loaderd/loader/format/synthetic"
 	"github.com/loaderd/loaderd/trainer"
 )
 
@@ -69,8 +69,8 @@ func TestDevicesCommand(t *testing.T) {
 
 func startDaemon(t *testing.T) string {
 	srv, err := server.New(server.Options{Workers: 2, Logger: slog.New(slog.DiscardHandler), AckTimeout: 10 * time.Second},
-		&server.Dataset{Name: "train", Spec: "synthetic", Source: loader.NewSynthetic(256, 0)},
-		&server.Dataset{Name: "val", Spec: "synthetic", Source: loader.NewSynthetic(64, 3)})
+		&server.Dataset{Name: "train", Spec: "synthetic", Source: synthetic.New(256, 0)},
+		&server.Dataset{Name: "val", Spec: "synthetic", Source: synthetic.New(64, 3)})
 	if err != nil {
 		t.Fatal(err)
 	}

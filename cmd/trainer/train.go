@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/loaderd/loaderd/client"
 	"github.com/loaderd/loaderd/trainer"
 )
 
@@ -96,12 +97,12 @@ func trainMain(ctx context.Context, args []string) error {
 }
 
 func runTrain(ctx context.Context, c trainConfig) error {
-	client, err := trainer.Dial(c.Addr)
+	cl, err := client.Dial(c.Addr)
 	if err != nil {
 		return err
 	}
-	defer client.Close()
-	res, err := trainer.Train(ctx, client, c.TrainConfig)
+	defer cl.Close()
+	res, err := trainer.Train(ctx, cl, c.TrainConfig)
 	if res != nil && c.JSON { // stopped runs too: the summary says where
 		enc := json.NewEncoder(os.Stdout)
 		enc.SetIndent("", "  ")

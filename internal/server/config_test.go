@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/loaderd/loaderd/trainer"
+	"github.com/loaderd/loaderd/client"
 )
 
 func TestConfigValidate(t *testing.T) {
@@ -47,12 +47,12 @@ func TestRun(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- Run(ctx, cfg, slog.New(slog.DiscardHandler), func(a []string) { ready <- a }) }()
 	<-ready
-	c, err := trainer.Dial("unix://" + sock)
+	c, err := client.Dial("unix://" + sock)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	s, err := c.Open(context.Background(), trainer.StreamConfig{Dataset: "s", BatchSize: 100, Epochs: 1})
+	s, err := c.Open(context.Background(), client.StreamConfig{Dataset: "s", BatchSize: 100, Epochs: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

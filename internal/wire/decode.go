@@ -1,265 +1,432 @@
-package trainer
+package wire
 
 import (
+	"errors"
 	"fmt"
 
 	"google.golang.org/grpc/encoding"
-	_ "google.golang.org/grpc/encoding/proto" // registers the "proto" codec we delegate to
+	_ "google.golang.org/grpc/encoding/proto" // registers the "proto" codec ClientCodec delegates to
 	"google.golang.org/grpc/mem"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/loaderd/loaderd/augment"
 	pb "github.com/loaderd/loaderd/proto/loaderd/v1"
 )
 
-// codec speaks standard protobuf on the wire but decodes StreamReply
-// batches straight into the caller's ring slot. The generic decoder would
-// allocate a fresh batch-sized []byte per message, and fresh memory costs
-// about 10 µs a page here: 7 ms for a 3 MiB batch.
-type codec struct{}
+var (
+	// ErrMalformed reports bytes that are not a valid StreamReply: the
+	// messages proto.Unmarshal rejects.
+	ErrMalformed = errors.New("wire: malformed StreamReply")
+	// ErrTooLarge reports an inline tensor longer than the Decoder's Dst.
+	ErrTooLarge = errors.New("wire: batch tensor larger than its buffer")
+	// ErrNoBatch reports a batch message to a Decoder without a Batch:
+	// a batch before the stream's header.
+	ErrNoBatch = errors.New("wire: batch before the stream header")
+)
+
+// ClientCodec is the client's gRPC codec. It speaks standard protobuf on
+// the wire, through gRPC's own "proto" codec, except that it decodes a
+// StreamReply into a *Decoder itself: the generic decoder would allocate a
+// fresh batch-sized []byte per message, and fresh memory costs about 10 µs
+// a page here, 7 ms for a 3 MiB batch. Use it per call, with
+// grpc.ForceCodecV2(ClientCodec{}), and pass a *Decoder to RecvMsg.
+type ClientCodec struct{}
 
 var protoCodec = encoding.GetCodecV2("proto")
 
-func (codec) Name() string { return "proto" }
+// Name is "proto": the daemon sees the standard content type.
+func (ClientCodec) Name() string { return "proto" }
 
-func (codec) Marshal(v any) (mem.BufferSlice, error) { return protoCodec.Marshal(v) }
+// Marshal marshals v with gRPC's proto codec.
+func (ClientCodec) Marshal(v any) (mem.BufferSlice, error) { return protoCodec.Marshal(v) }
 
-func (codec) Unmarshal(data mem.BufferSlice, v any) error {
-	t, ok := v.(*reply)
-	if !ok {
-		return protoCodec.Unmarshal(data, v)
+// Unmarshal decodes data into v: a *Decoder decodes a StreamReply, and
+// anything else goes to gRPC's proto codec.
+func (ClientCodec) Unmarshal(data mem.BufferSlice, v any) error {
+	if d, ok := v.(*Decoder); ok {
+		return d.Decode(data)
 	}
-	t.r.reset(data)
-	return t.decode(data.Len())
+	return protoCodec.Unmarshal(data, v)
 }
 
-// reply is the decode target of one StreamReply: either the header, or a
-// batch whose tensor lands in dst.
-type reply struct {
-	header *pb.StreamHeader
-	b      *Batch
-	dst    []byte // ring slot for inline data
-	r      wireReader
-
-	top, left []int32 // params, reused across batches
-	flip      []bool
+// Batch is a loaderd.v1.Batch as a Decoder leaves it. Its slices keep
+// their arrays from one decode to the next, so a Batch reused for every
+// message of a stream allocates only while they grow.
+type Batch struct {
+	Seq     uint64
+	Epoch   int64
+	Index   int64 // batch_index
+	Indices []int64
+	Labels  []int32
+	DType   pb.DType
+	Layout  pb.Layout
+	Shape   []int64
+	// The tensor, a oneof: Data is non-nil for an inline tensor (a prefix
+	// of the Decoder's Dst, perhaps empty); HasShm is set for a tensor in
+	// shared memory, and then Shm locates it. Neither: the batch has none.
+	Data   []byte
+	Shm    ShmRef
+	HasShm bool
+	// Params are the samples' augmentation choices, HasParams whether the
+	// batch carried them (it does iff Open.include_params).
+	Params    Params
+	HasParams bool
 }
 
-func grow(b []byte, n int) []byte {
-	if cap(b) < n {
-		return make([]byte, n)
+// ShmRef is a loaderd.v1.ShmRef: where a batch's tensor lies in the
+// daemon's shared region.
+type ShmRef struct {
+	Slot       uint32
+	Generation uint64
+	Offset     int64
+	Length     int64
+}
+
+// Params is a loaderd.v1.AugmentParams: parallel lists, one entry per
+// sample.
+type Params struct {
+	Top, Left []int32
+	Flip      []bool
+}
+
+// reset clears b as proto.Unmarshal clears a message it decodes into.
+func (b *Batch) reset() {
+	*b = Batch{Indices: b.Indices[:0], Labels: b.Labels[:0], Shape: b.Shape[:0],
+		Params: Params{Top: b.Params.Top[:0], Left: b.Params.Left[:0], Flip: b.Params.Flip[:0]}}
+}
+
+// Decoder decodes the StreamReply messages of one stream as gRPC hands
+// them over, in pieces, reading across them in place: a batch's inline
+// tensor is copied once, from gRPC's buffers into Dst. Set Batch and Dst
+// before each Decode (ClientCodec calls it from RecvMsg); Decode sets
+// Header and HasBatch.
+//
+// It accepts exactly the messages proto.Unmarshal accepts, with the same
+// result (a repeated field appends, a repeated message merges, the last
+// oneof case wins), except that:
+//   - unknown fields are skipped, not kept (on every level, the header's
+//     included): an old client reads a newer daemon's messages;
+//   - an inline tensor longer than Dst fails with ErrTooLarge, even when a
+//     later field of the same batch replaces it;
+//   - a batch when Batch is nil fails with ErrNoBatch.
+//
+// A Decoder may be reused, and must not be used concurrently.
+type Decoder struct {
+	// Batch receives a batch message. Its contents are unspecified after a
+	// Decode that did not set HasBatch.
+	Batch *Batch
+	// Dst receives a batch's inline tensor: Batch.Data is Dst[:n:n].
+	Dst []byte
+
+	// Header is the message's stream header, nil when it carried none.
+	Header *pb.StreamHeader
+	// HasBatch reports that the message was a batch, now in Batch.
+	HasBatch bool
+
+	r reader
+}
+
+// headerOptions decode a StreamHeader as proto.Unmarshal would inside a
+// StreamReply: one level of recursion is spent on the reply.
+var headerOptions = proto.UnmarshalOptions{Merge: true, DiscardUnknown: true,
+	RecursionLimit: protowire.DefaultRecursionLimit - 1}
+
+// noBytes is an empty inline tensor when Dst is nil: set, unlike nil.
+var noBytes = []byte{}
+
+// Decode decodes one StreamReply from data. A message with neither a
+// header nor a batch (empty, or holding only fields this client does not
+// know) sets neither Header nor HasBatch.
+func (d *Decoder) Decode(data mem.BufferSlice) error {
+	d.Header, d.HasBatch = nil, false
+	d.r.reset(data)
+	err := d.decode()
+	d.r.reset(nil) // gRPC frees data after Unmarshal
+	if err != nil {
+		d.Header, d.HasBatch = nil, false
 	}
-	return b[:n]
+	return err
 }
 
-var errMalformed = fmt.Errorf("trainer: malformed batch message")
-
-func (r *reply) decode(size int) error {
-	r.header = nil
-	for r.r.pos < size {
-		tag, err := r.r.varint()
+func (d *Decoder) decode() error {
+	r := &d.r
+	for r.pos < r.size {
+		num, typ, err := r.tag()
 		if err != nil {
 			return err
 		}
-		num, typ := protowire.Number(tag>>3), protowire.Type(tag&7)
-		if err := r.r.skipUnless(typ, protowire.BytesType); err != nil {
+		switch {
+		case num == ReplyHeader && typ == protowire.BytesType:
+			v, err := r.bytes(r.size)
+			if err != nil {
+				return err
+			}
+			if d.Header == nil { // first, or after a batch: the oneof's last case wins
+				d.Header, d.HasBatch = &pb.StreamHeader{}, false
+			}
+			if err := headerOptions.Unmarshal(v, d.Header); err != nil {
+				return fmt.Errorf("%w: stream header: %w", ErrMalformed, err)
+			}
+		case num == ReplyBatch && typ == protowire.BytesType:
+			n, err := r.length(r.size)
+			if err != nil {
+				return err
+			}
+			if d.Batch == nil {
+				return ErrNoBatch
+			}
+			if !d.HasBatch { // a second batch field merges into the first
+				d.Batch.reset()
+			}
+			d.Header, d.HasBatch = nil, true
+			if err := d.decodeBatch(r.pos + n); err != nil {
+				return err
+			}
+		default:
+			if err := r.skipValue(num, typ, r.size, protowire.DefaultRecursionLimit); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// decodeBatch reads Batch fields into d.Batch up to byte end.
+func (d *Decoder) decodeBatch(end int) error {
+	r, b := &d.r, d.Batch
+	for r.pos < end {
+		num, typ, err := r.tag()
+		if err != nil {
 			return err
 		}
-		if typ != protowire.BytesType {
-			continue
+		if ok, err := d.batchField(b, num, typ, end); err != nil {
+			return err
+		} else if !ok {
+			if err := r.skipValue(num, typ, end, protowire.DefaultRecursionLimit); err != nil {
+				return err
+			}
 		}
-		n, err := r.r.varint()
-		if err != nil || n > uint64(size) {
-			return errMalformed
+	}
+	if r.pos != end {
+		return malformed("batch runs %d bytes past its length", r.pos-end)
+	}
+	return nil
+}
+
+// batchField reads one field of a Batch, unless it is unknown or has
+// another wire type than its own (then the caller skips it).
+func (d *Decoder) batchField(b *Batch, num protowire.Number, typ protowire.Type, end int) (bool, error) {
+	r := &d.r
+	if typ == protowire.VarintType {
+		switch num {
+		case BatchSeq, BatchEpoch, BatchIndex, BatchIndices, BatchLabels, BatchDType, BatchLayout, BatchShape:
+		default:
+			return false, nil
+		}
+		v, err := r.varint()
+		if err != nil {
+			return true, err
 		}
 		switch num {
-		case 1:
-			v, err := r.r.bytes(int(n))
-			if err != nil {
-				return err
-			}
-			r.header = &pb.StreamHeader{}
-			if err := proto.Unmarshal(v, r.header); err != nil {
-				return fmt.Errorf("trainer: stream header: %w", err)
-			}
-		case 2:
-			if r.b == nil {
-				return fmt.Errorf("trainer: batch before the stream header")
-			}
-			if err := r.decodeBatch(r.r.pos + int(n)); err != nil {
-				return err
-			}
-		default:
-			if err := r.r.skip(int(n)); err != nil {
-				return err
-			}
+		case BatchSeq:
+			b.Seq = v
+		case BatchEpoch:
+			b.Epoch = int64(v)
+		case BatchIndex:
+			b.Index = int64(v)
+		case BatchIndices:
+			b.Indices = append(b.Indices, int64(v))
+		case BatchLabels:
+			b.Labels = append(b.Labels, int32(v))
+		case BatchDType:
+			b.DType = pb.DType(int32(v))
+		case BatchLayout:
+			b.Layout = pb.Layout(int32(v))
+		case BatchShape:
+			b.Shape = append(b.Shape, int64(v))
 		}
+		return true, nil
 	}
-	return nil
-}
-
-// decodeBatch reads Batch fields up to byte end of the message.
-func (r *reply) decodeBatch(end int) error {
-	bt := r.b
-	// proto3 leaves zero values off the wire: reset every field first.
-	bt.Seq, bt.Epoch, bt.Index, bt.DType, bt.Layout = 0, 0, 0, 0, 0
-	bt.Indices, bt.Labels, bt.Shape = bt.Indices[:0], bt.Labels[:0], bt.Shape[:0]
-	bt.Params = bt.Params[:0]
-	bt.Data, bt.shm = nil, shmRef{}
-	top, left, flip := r.top[:0], r.left[:0], r.flip[:0]
-	defer func() { r.top, r.left, r.flip = top, left, flip }()
-	for r.r.pos < end {
-		tag, err := r.r.varint()
+	if typ != protowire.BytesType {
+		return false, nil
+	}
+	switch num {
+	case BatchData:
+		n, err := r.length(end)
 		if err != nil {
-			return err
+			return true, err
 		}
-		num, typ := protowire.Number(tag>>3), protowire.Type(tag&7)
-		switch typ {
-		case protowire.VarintType:
-			v, err := r.r.varint()
-			if err != nil {
-				return err
-			}
-			switch num {
-			case 1:
-				bt.Seq = v
-			case 2:
-				bt.Epoch = int64(v)
-			case 3:
-				bt.Index = int64(v)
-			case 4:
-				bt.Indices = append(bt.Indices, int64(v))
-			case 5:
-				bt.Labels = append(bt.Labels, int32(v))
-			case 6:
-				bt.DType = augment.DType(v)
-			case 7:
-				bt.Layout = augment.Layout(v)
-			case 8:
-				bt.Shape = append(bt.Shape, int(v))
-			}
-		case protowire.BytesType:
-			n, err := r.r.varint()
-			if err != nil || n > uint64(end) {
-				return errMalformed
-			}
-			if num == 9 {
-				if int(n) > len(r.dst) {
-					return fmt.Errorf("trainer: batch of %d bytes, ring slots hold %d", n, len(r.dst))
-				}
-				bt.Data = r.dst[:n]
-				if err := r.r.copyTo(bt.Data); err != nil {
-					return err
-				}
-				continue
-			}
-			v, err := r.r.bytes(int(n))
-			if err != nil {
-				return err
-			}
-			switch num {
-			case 4:
-				err = packed(v, func(x uint64) { bt.Indices = append(bt.Indices, int64(x)) })
-			case 5:
-				err = packed(v, func(x uint64) { bt.Labels = append(bt.Labels, int32(x)) })
-			case 8:
-				err = packed(v, func(x uint64) { bt.Shape = append(bt.Shape, int(x)) })
-			case 10:
-				err = bt.shm.decode(v)
-			case 11:
-				top, left, flip, err = decodeParams(v, top, left, flip)
-			}
-			if err != nil {
-				return err
-			}
-		default:
-			if err := r.r.skipUnless(typ, protowire.BytesType); err != nil {
-				return err
-			}
+		if n > len(d.Dst) {
+			return true, fmt.Errorf("%w: %d bytes, the buffer holds %d", ErrTooLarge, n, len(d.Dst))
 		}
-	}
-	if r.r.pos != end {
-		return errMalformed
-	}
-	for i := range top {
-		if i < len(left) && i < len(flip) {
-			bt.Params = append(bt.Params, augment.Params{Top: top[i], Left: left[i], Flip: flip[i]})
+		b.Data, b.Shm, b.HasShm = d.Dst[:n:n], ShmRef{}, false
+		if b.Data == nil {
+			b.Data = noBytes
 		}
+		return true, r.copyTo(b.Data)
+	case BatchIndices, BatchLabels, BatchShape, BatchShm, BatchParams:
+	default:
+		return false, nil
 	}
-	return nil
+	v, err := r.bytes(end)
+	if err != nil {
+		return true, err
+	}
+	ok := true
+	switch num {
+	case BatchIndices:
+		b.Indices, ok = appendPacked(b.Indices, v)
+	case BatchLabels:
+		b.Labels, ok = appendPacked(b.Labels, v)
+	case BatchShape:
+		b.Shape, ok = appendPacked(b.Shape, v)
+	case BatchShm:
+		if !b.HasShm { // a second shm field merges into the first
+			b.Data, b.Shm, b.HasShm = nil, ShmRef{}, true
+		}
+		return true, b.Shm.decode(v)
+	case BatchParams:
+		b.HasParams = true
+		return true, b.Params.decode(v)
+	}
+	if !ok {
+		return true, malformed("packed field %d", num)
+	}
+	return true, nil
 }
 
-func packed(b []byte, f func(uint64)) error {
+// appendPacked appends the varints of a packed repeated field, truncated
+// to T as proto.Unmarshal does for int32.
+func appendPacked[T int32 | int64](s []T, b []byte) ([]T, bool) {
 	for len(b) > 0 {
 		v, n := protowire.ConsumeVarint(b)
 		if n < 0 {
-			return errMalformed
+			return s, false
 		}
-		f(v)
+		s = append(s, T(v))
 		b = b[n:]
 	}
-	return nil
+	return s, true
 }
 
-// shmRef locates a batch in the daemon's shared-memory region.
-type shmRef struct {
-	set            bool
-	slot           uint32
-	gen            uint64
-	offset, length int64
-}
-
-func (s *shmRef) decode(b []byte) error {
-	s.set = true
-	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 || typ != protowire.VarintType {
-			return errMalformed
-		}
-		v, m := protowire.ConsumeVarint(b[n:])
-		if m < 0 {
-			return errMalformed
-		}
-		b = b[n+m:]
-		switch num {
-		case 1:
-			s.slot = uint32(v)
-		case 2:
-			s.gen = v
-		case 3:
-			s.offset = int64(v)
-		case 4:
-			s.length = int64(v)
-		}
+// consumeTag is reader.tag on a contiguous message.
+func consumeTag(b []byte) (protowire.Number, protowire.Type, int, error) {
+	v, n := protowire.ConsumeVarint(b)
+	if n < 0 {
+		return 0, 0, 0, malformed("bad tag: %v", protowire.ParseError(n))
 	}
-	return nil
+	num, typ := v>>3, protowire.Type(v&7)
+	if num < uint64(protowire.MinValidNumber) || num > uint64(protowire.MaxValidNumber) {
+		return 0, 0, 0, malformed("field number %d", num)
+	}
+	if typ == protowire.EndGroupType {
+		return 0, 0, 0, malformed("end of group %d outside a group", num)
+	}
+	return protowire.Number(num), typ, n, nil
 }
 
-func decodeParams(b []byte, top, left []int32, flip []bool) ([]int32, []int32, []bool, error) {
-	top, left, flip = top[:0], left[:0], flip[:0]
+// field is one field of a small contiguous message.
+type field struct {
+	num protowire.Number
+	typ protowire.Type
+	v   uint64 // a varint's value
+	b   []byte // a length-prefixed value
+}
+
+// consumeField reads one field of a contiguous message, skipping the
+// value of any wire type but varint and bytes, and returns its length.
+func consumeField(b []byte) (field, int, error) {
+	num, typ, n, err := consumeTag(b)
+	if err != nil {
+		return field{}, 0, err
+	}
+	f := field{num: num, typ: typ}
+	var m int
+	switch typ {
+	case protowire.VarintType:
+		f.v, m = protowire.ConsumeVarint(b[n:])
+	case protowire.BytesType:
+		f.b, m = protowire.ConsumeBytes(b[n:])
+	default:
+		m = protowire.ConsumeFieldValue(num, typ, b[n:])
+	}
+	if m < 0 {
+		return field{}, 0, malformed("field %d: %v", num, protowire.ParseError(m))
+	}
+	return f, n + m, nil
+}
+
+// decode merges a ShmRef message into s. Its fields are varints; others,
+// and known fields with another wire type, are skipped.
+func (s *ShmRef) decode(b []byte) error {
 	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 || typ != protowire.BytesType {
-			return nil, nil, nil, errMalformed
-		}
-		v, m := protowire.ConsumeBytes(b[n:])
-		if m < 0 {
-			return nil, nil, nil, errMalformed
-		}
-		b = b[n+m:]
-		var err error
-		switch num {
-		case 1:
-			err = packed(v, func(x uint64) { top = append(top, int32(x)) })
-		case 2:
-			err = packed(v, func(x uint64) { left = append(left, int32(x)) })
-		case 3:
-			err = packed(v, func(x uint64) { flip = append(flip, x != 0) })
-		}
+		f, n, err := consumeField(b)
 		if err != nil {
-			return nil, nil, nil, err
+			return err
+		}
+		b = b[n:]
+		if f.typ != protowire.VarintType {
+			continue
+		}
+		switch f.num {
+		case ShmSlot:
+			s.Slot = uint32(f.v)
+		case ShmGeneration:
+			s.Generation = f.v
+		case ShmOffset:
+			s.Offset = int64(f.v)
+		case ShmLength:
+			s.Length = int64(f.v)
 		}
 	}
-	return top, left, flip, nil
+	return nil
+}
+
+// decode merges an AugmentParams message into p. Its fields are repeated
+// varints, packed or not.
+func (p *Params) decode(b []byte) error {
+	for len(b) > 0 {
+		f, n, err := consumeField(b)
+		if err != nil {
+			return err
+		}
+		b = b[n:]
+		ok := true
+		switch f.typ {
+		case protowire.VarintType:
+			switch f.num {
+			case ParamsTop:
+				p.Top = append(p.Top, int32(f.v))
+			case ParamsLeft:
+				p.Left = append(p.Left, int32(f.v))
+			case ParamsFlip:
+				p.Flip = append(p.Flip, protowire.DecodeBool(f.v))
+			}
+		case protowire.BytesType:
+			switch f.num {
+			case ParamsTop:
+				p.Top, ok = appendPacked(p.Top, f.b)
+			case ParamsLeft:
+				p.Left, ok = appendPacked(p.Left, f.b)
+			case ParamsFlip:
+				p.Flip, ok = appendPackedBool(p.Flip, f.b)
+			}
+		}
+		if !ok {
+			return malformed("packed field %d of AugmentParams", f.num)
+		}
+	}
+	return nil
+}
+
+func appendPackedBool(s []bool, b []byte) ([]bool, bool) {
+	for len(b) > 0 {
+		v, n := protowire.ConsumeVarint(b)
+		if n < 0 {
+			return s, false
+		}
+		s = append(s, protowire.DecodeBool(v))
+		b = b[n:]
+	}
+	return s, true
 }

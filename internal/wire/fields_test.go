@@ -39,5 +39,3 @@ func TestFieldNumbers(t *testing.T) {
 		}
 	}
 }
-
-

@@ -9,6 +9,8 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+
+	"github.com/loaderd/loaderd/trainer/tensor"
 )
 
 var (
@@ -54,33 +56,26 @@ type Report struct {
 	Err error `json:"-"`
 }
 
-// Options choose the CPU devices listed; zero values pick Plan's defaults.
+// Options choose the CPU devices listed; zero values pick the defaults of
+// tensor.PlanCPU, which Train uses too.
 type Options struct {
 	CPUDevices int
 	Goroutines int // per CPU device
 }
 
-// Plan returns k CPU devices of g goroutines each. k = 0 picks 2 devices
-// when GOMAXPROCS ≥ 2 (else 1); g = 0 shares GOMAXPROCS among them: on a
-// 2-core machine 2 × 1, measured the fastest data-parallel layout.
-func Plan(k, g int) []CPU {
-	procs := runtime.GOMAXPROCS(0)
-	if k <= 0 {
-		k = min(2, procs)
+// cpus lists the CPU devices tensor.PlanCPU picks for k and g.
+func cpus(k, g int) []CPU {
+	k, g = tensor.PlanCPU(k, g)
+	out := make([]CPU, k)
+	for i := range out {
+		out[i] = CPU{Name: "cpu:" + strconv.Itoa(i), Goroutines: g}
 	}
-	if g <= 0 {
-		g = max(1, procs/k)
-	}
-	cpus := make([]CPU, k)
-	for i := range cpus {
-		cpus[i] = CPU{Name: "cpu:" + strconv.Itoa(i), Goroutines: g}
-	}
-	return cpus
+	return out
 }
 
 // Discover lists the GPUs visible to CUDA and the CPU devices.
 func Discover(o Options) Report {
-	r := Report{CPUs: Plan(o.CPUDevices, o.Goroutines), Cores: runtime.NumCPU()}
+	r := Report{CPUs: cpus(o.CPUDevices, o.Goroutines), Cores: runtime.NumCPU()}
 	visible, set := os.LookupEnv("CUDA_VISIBLE_DEVICES")
 	if set {
 		r.Visible = visible

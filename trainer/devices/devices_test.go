@@ -51,7 +51,7 @@ func TestSelectVisible(t *testing.T) {
 	}
 }
 
-func TestPlan(t *testing.T) {
+func TestCPUs(t *testing.T) {
 	cases := []struct {
 		k, g, wantK, wantG int
 	}{
@@ -59,15 +59,15 @@ func TestPlan(t *testing.T) {
 		{1, 0, 1, 0}, // wantG 0: GOMAXPROCS
 	}
 	for _, tc := range cases {
-		cpus := Plan(tc.k, tc.g)
-		if len(cpus) != tc.wantK {
-			t.Fatalf("Plan(%d, %d): %d devices", tc.k, tc.g, len(cpus))
+		list := cpus(tc.k, tc.g)
+		if len(list) != tc.wantK {
+			t.Fatalf("cpus(%d, %d): %d devices", tc.k, tc.g, len(list))
 		}
-		if tc.wantG > 0 && cpus[0].Goroutines != tc.wantG || cpus[0].Goroutines < 1 {
-			t.Errorf("Plan(%d, %d): %d goroutines", tc.k, tc.g, cpus[0].Goroutines)
+		if tc.wantG > 0 && list[0].Goroutines != tc.wantG || list[0].Goroutines < 1 {
+			t.Errorf("cpus(%d, %d): %d goroutines", tc.k, tc.g, list[0].Goroutines)
 		}
-		if cpus[len(cpus)-1].Name != fmt.Sprintf("cpu:%d", tc.wantK-1) {
-			t.Errorf("last device %q", cpus[len(cpus)-1].Name)
+		if list[len(list)-1].Name != fmt.Sprintf("cpu:%d", tc.wantK-1) {
+			t.Errorf("last device %q", list[len(list)-1].Name)
 		}
 	}
 }
@@ -122,7 +122,7 @@ func libraryPresent() bool {
 }
 
 func TestWriteGPUs(t *testing.T) {
-	r := Report{Driver: "550.54.15", Visible: "1", Cores: 16, CPUs: Plan(2, 8), GPUs: []GPU{
+	r := Report{Driver: "550.54.15", Visible: "1", Cores: 16, CPUs: cpus(2, 8), GPUs: []GPU{
 		{Visible: 0, Index: 1, UUID: "GPU-1234", Name: "NVIDIA H100 80GB HBM3", MemoryTotal: 80 << 30, MemoryFree: 79 << 30, UtilGPU: 3, UtilMemory: -1}}}
 	var out bytes.Buffer
 	r.WriteText(&out)

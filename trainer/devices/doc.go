@@ -9,5 +9,5 @@
 // says so (ErrNoDriver) and never calls into NVML again, because any NVML
 // call after a failed load, Shutdown included, kills the process.
 //
-// Discover, Plan and a Report's methods are safe for concurrent use.
+// Discover and a Report's methods are safe for concurrent use.
 package devices
