@@ -13,6 +13,9 @@ export LOADERD_REQUIRE_NVRTC="${LOADERD_REQUIRE_NVRTC:-1}"
 # What the tests need; each step is quick when already done.
 # grpcurl is the outside client the reflection and health test drives.
 command -v grpcurl >/dev/null || go install github.com/fullstorydev/grpcurl/cmd/grpcurl@v1.9.4
+# staticcheck, pinned: a new release may add checks, and CI must not fail on its own.
+[ "$(staticcheck -version 2>/dev/null)" = "staticcheck 2026.2.2 (0.8.2)" ] \
+  || go install honnef.co/go/tools/cmd/staticcheck@v0.8.2
 # NVRTC (Debian non-free) compiles the CUDA kernels to PTX, GPU or not.
 ./scripts/nvrtc-setup.sh
 # Debian's torch, torchvision, grpcio, numpy and pytest for the Python client.
@@ -21,9 +24,10 @@ command -v grpcurl >/dev/null || go install github.com/fullstorydev/grpcurl/cmd/
 test -z "$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go') | grep -v '\.pb\.go$' || true)" \
   || { echo "gofmt would change:"; gofmt -l . | grep -v '\.pb\.go$'; exit 1; }
 go vet ./...
+staticcheck ./...
 go test -count=1 ./...
 # The concurrent packages again under the race detector.
-go test -count=1 -race ./sampler/... ./pinned/... ./loader/... ./internal/... ./trainer/...
+go test -count=1 -race ./sampler/... ./pinned/... ./loader/... ./internal/... ./client/... ./trainer/...
 
 # Fuzz each decoder entry point for a bounded time (the seed corpora ran above).
 # go test -fuzz can report "context deadline exceeded" with no failing
@@ -44,7 +48,7 @@ fuzz() {
     echo "fuzz $2: the fuzzer's deadline, not a finding; once more"
   done
 }
-for pkg in ./loader/ ./internal/jpegdec/; do
+for pkg in ./loader/imagedec/ ./loader/format/tar/ ./loader/format/arrow/ ./loader/format/parquet/ ./internal/jpegdec/ ./internal/wire/; do
   targets=$(go test -list '^Fuzz' "$pkg" | grep '^Fuzz' || true)
   [ -n "$targets" ] || { echo "no fuzz targets in $pkg"; exit 1; }
   for target in $targets; do fuzz "$pkg" "$target"; done

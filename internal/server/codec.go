@@ -1,23 +1,18 @@
 package server
 
 import (
-	"sync/atomic"
-
 	"google.golang.org/grpc/encoding"
 	_ "google.golang.org/grpc/encoding/proto" // registers the "proto" codec we delegate to
 	"google.golang.org/grpc/mem"
-	"google.golang.org/protobuf/encoding/protowire"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/loaderd/loaderd/internal/wire"
-	"github.com/loaderd/loaderd/loader"
 	pb "github.com/loaderd/loaderd/proto/loaderd/v1"
 )
 
 // codec is standard protobuf on the wire, but an inline batch's tensor
 // goes out as a reference to its pinned slot instead of being marshalled
-// into a copy: gRPC writes it from the slot, then frees the reference,
-// which releases the slot back to the loader.
+// into a copy (wire.EncodeBatch): gRPC writes it from the slot, then frees
+// the reference, which releases the slot.
 type codec struct{}
 
 var protoCodec = encoding.GetCodecV2("proto")
@@ -31,43 +26,16 @@ func (codec) Marshal(v any) (mem.BufferSlice, error) {
 	if !ok {
 		return protoCodec.Marshal(v)
 	}
-	// StreamReply{batch: Batch{<fields>, data: <slot>}}. Field order on
-	// the wire is free, so the tensor can come last, as its own buffer.
-	inner := proto.Size(ob.batch)
-	dataHdr := protowire.SizeTag(9) + protowire.SizeVarint(uint64(len(ob.data)))
-	batchLen := inner + dataHdr + len(ob.data)
-	n := protowire.SizeTag(2) + protowire.SizeVarint(uint64(batchLen)) + inner + dataHdr
-	buf := wire.Pool.Get(n)
-	b := protowire.AppendTag((*buf)[:0], 2, protowire.BytesType)
-	b = protowire.AppendVarint(b, uint64(batchLen))
-	b, err := proto.MarshalOptions{UseCachedSize: true}.MarshalAppend(b, ob.batch)
+	out, err := wire.EncodeBatch(ob.msg, ob.tensor)
 	if err != nil {
-		wire.Pool.Put(buf)
-		ob.Put(nil) // gRPC never sees the tensor: release it here
-		return nil, err
+		ob.tensor.Free() // gRPC never saw the tensor
 	}
-	b = protowire.AppendTag(b, 9, protowire.BytesType)
-	b = protowire.AppendVarint(b, uint64(len(ob.data)))
-	*buf = b
-	return mem.BufferSlice{mem.NewBuffer(buf, wire.Pool), mem.NewBuffer(&ob.data, ob)}, nil
+	return out, err
 }
 
-// outBatch is one inline batch on its way out. As the BufferPool of its
-// tensor buffer, it learns when gRPC is done with the slot.
+// outBatch is one inline batch on its way out: the message without its
+// tensor, and the tensor as a buffer gRPC frees when written.
 type outBatch struct {
-	batch *pb.Batch // everything but the tensor
-	data  []byte
-	b     *loader.Batch
-	sends *atomic.Int64 // the session's count of tensors gRPC holds
-}
-
-// Get is never called: the buffer is created around the slot.
-func (o *outBatch) Get(int) *[]byte { panic("server: outBatch.Get") }
-
-// Put runs when gRPC has written (or dropped) the tensor.
-func (o *outBatch) Put(*[]byte) {
-	b, sends := o.b, o.sends
-	o.b, o.data, o.sends = nil, nil, nil
-	b.Release()
-	sends.Add(-1)
+	msg    *pb.Batch
+	tensor mem.Buffer
 }

@@ -1,13 +1,8 @@
 package server
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"log/slog"
-	"net"
-	"net/http"
-	"os"
 	"runtime"
 	"strings"
 	"time"
@@ -97,84 +92,4 @@ func (c *Config) OpenDatasets() ([]*Dataset, error) {
 		out = append(out, &Dataset{Name: name, Spec: spec, Source: src})
 	}
 	return out, nil
-}
-
-// Run serves until ctx is done, then shuts down: health NOT_SERVING,
-// streams told to resume elsewhere, graceful stop with a forced fallback.
-// ready, if not nil, is called with the bound addresses once serving.
-func Run(ctx context.Context, c Config, log *slog.Logger, ready func(addrs []string)) error {
-	datasets, err := c.OpenDatasets()
-	if err != nil {
-		return err
-	}
-	policy, _ := loader.ParseErrorPolicy(c.OnError)
-	srv, err := New(Options{Workers: c.Workers, MaxStreams: c.MaxStreams, Logger: log,
-		OnError: policy, MaxSkips: c.MaxSkips}, datasets...)
-	if err != nil {
-		return err
-	}
-	var lis []net.Listener
-	closeAll := func() {
-		for _, l := range lis {
-			l.Close()
-		}
-	}
-	if c.Listen != "" {
-		l, err := net.Listen("tcp", c.Listen)
-		if err != nil {
-			return fmt.Errorf("listen %s: %w", c.Listen, err)
-		}
-		lis = append(lis, l)
-	}
-	if c.Unix != "" {
-		os.Remove(c.Unix) // a stale socket from a previous run
-		l, err := net.Listen("unix", c.Unix)
-		if err != nil {
-			closeAll()
-			return fmt.Errorf("listen %s: %w", c.Unix, err)
-		}
-		lis = append(lis, l)
-	}
-	var metricsSrv *http.Server
-	if c.MetricsListen != "" {
-		ml, err := net.Listen("tcp", c.MetricsListen)
-		if err != nil {
-			closeAll()
-			return fmt.Errorf("metrics listen %s: %w", c.MetricsListen, err)
-		}
-		mux := http.NewServeMux()
-		mux.Handle("/metrics", srv.MetricsHandler())
-		metricsSrv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-		go metricsSrv.Serve(ml)
-		log.Info("metrics", "addr", ml.Addr().String())
-	}
-	errc := make(chan error, len(lis))
-	var addrs []string
-	for _, l := range lis {
-		addrs = append(addrs, l.Addr().String())
-		go func() { errc <- srv.Serve(l) }()
-	}
-	for _, d := range datasets {
-		log.Info("dataset", "name", d.Name, "source", d.Source.String(), "samples", d.Source.Len(), "augment", d.Augment)
-	}
-	log.Info("serving", "addrs", addrs, "workers", c.Workers)
-	if ready != nil {
-		ready(addrs)
-	}
-	select {
-	case <-ctx.Done():
-		log.Info("shutting down", "timeout", c.ShutdownTimeout)
-	case err = <-errc:
-		log.Error("serve failed", "err", err)
-	}
-	sctx, cancel := context.WithTimeout(context.Background(), c.ShutdownTimeout)
-	defer cancel()
-	srv.Shutdown(sctx)
-	if metricsSrv != nil {
-		metricsSrv.Shutdown(sctx)
-	}
-	if c.Unix != "" {
-		os.Remove(c.Unix)
-	}
-	return err
 }

@@ -2,6 +2,7 @@ package server
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 )
 
 type metrics struct {
@@ -33,7 +34,7 @@ func newMetrics(reg *prometheus.Registry, s *Server) *metrics {
 			Buckets: prometheus.ExponentialBuckets(1e-5, 4, 10)}, []string{"dataset"}),
 	}
 	reg.MustRegister(m.images, m.batches, m.sampleErrors, m.inFlight, m.slotsLeased, m.streams, m.wait,
-		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
 

@@ -2,15 +2,14 @@ package server
 
 import (
 	"fmt"
-	"os"
 	"strings"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
 	"github.com/loaderd/loaderd/augment"
+	"github.com/loaderd/loaderd/internal/wire"
 	"github.com/loaderd/loaderd/loader"
-	"github.com/loaderd/loaderd/pinned"
 	pb "github.com/loaderd/loaderd/proto/loaderd/v1"
 	"github.com/loaderd/loaderd/sampler"
 )
@@ -40,18 +39,18 @@ func (s *Server) validate(o *pb.Open) (*plan, error) {
 		bad = append(bad, fmt.Sprintf("rank %d of world %d", o.GetRank(), o.GetWorld()))
 	}
 	bs := int(o.GetBatchSize())
-	if bs <= 0 || bs > MaxBatchSize {
-		bad = append(bad, fmt.Sprintf("batch size %d (want 1..%d)", bs, MaxBatchSize))
+	if bs <= 0 || bs > wire.MaxBatchSize {
+		bad = append(bad, fmt.Sprintf("batch size %d (want 1..%d)", bs, wire.MaxBatchSize))
 	}
 	if o.GetStartEpoch() < 0 || o.GetStartBatch() < 0 || o.GetEpochs() < 0 {
 		bad = append(bad, fmt.Sprintf("negative start epoch, start batch or epochs (%d, %d, %d)", o.GetStartEpoch(), o.GetStartBatch(), o.GetEpochs()))
 	}
 	inFlight := int(o.GetMaxInFlight())
 	if inFlight == 0 {
-		inFlight = DefaultInFlight
+		inFlight = wire.DefaultInFlight
 	}
-	if inFlight > MaxInFlight {
-		bad = append(bad, fmt.Sprintf("max in flight %d (want 1..%d)", inFlight, MaxInFlight))
+	if inFlight > wire.MaxInFlight {
+		bad = append(bad, fmt.Sprintf("max in flight %d (want 1..%d)", inFlight, wire.MaxInFlight))
 	}
 	if _, ok := pb.Transport_name[int32(o.GetTransport())]; !ok {
 		bad = append(bad, fmt.Sprintf("unknown transport %d", o.GetTransport()))
@@ -61,9 +60,9 @@ func (s *Server) validate(o *pb.Open) (*plan, error) {
 		bad = append(bad, strings.TrimPrefix(err.Error(), "augment: "))
 	}
 	shm := o.GetTransport() == pb.Transport_TRANSPORT_SHM
-	if pipe != nil && bs > 0 && !shm && int64(bs)*int64(pipe.Out().Bytes()) > MaxBatchBytes {
+	if pipe != nil && bs > 0 && !shm && int64(bs)*int64(pipe.Out().Bytes()) > wire.MaxBatchBytes {
 		bad = append(bad, fmt.Sprintf("a batch of %d is %d bytes, over the %d-byte inline limit (use shared memory)",
-			bs, int64(bs)*int64(pipe.Out().Bytes()), MaxBatchBytes))
+			bs, int64(bs)*int64(pipe.Out().Bytes()), wire.MaxBatchBytes))
 	}
 	if len(bad) > 0 {
 		return nil, status.Errorf(codes.InvalidArgument, "loaderd: invalid Open: %s", strings.Join(bad, "; "))
@@ -79,7 +78,7 @@ func (s *Server) validate(o *pb.Open) (*plan, error) {
 	if shm {
 		// The client holds up to a window of slots; more let the workers
 		// fill ahead meanwhile.
-		cfg.InFlight = inFlight + DefaultInFlight
+		cfg.InFlight = inFlight + wire.ShmExtraSlots
 	}
 	if o.GetEpochs() > 0 {
 		cfg.Epochs = o.GetStartEpoch() + o.GetEpochs()
@@ -172,7 +171,7 @@ func (s *Server) names() []string {
 }
 
 // header describes the stream to the client before its first batch.
-func header(p *plan, l *loader.Loader, slots *pinned.Pool) *pb.StreamHeader {
+func header(p *plan, l *loader.Loader, tr transport) *pb.StreamHeader {
 	out := p.pipe.Out()
 	h := &pb.StreamHeader{
 		DatasetSize:     p.ds.Source.Len(),
@@ -183,7 +182,6 @@ func header(p *plan, l *loader.Loader, slots *pinned.Pool) *pb.StreamHeader {
 		Layout:          pb.Layout(out.Layout),
 		SampleBytes:     int64(out.Bytes()),
 		Augment:         augment.FormatOps(p.pipe.Ops()),
-		Transport:       pb.Transport_TRANSPORT_INLINE,
 		MaxInFlight:     uint32(p.inFlight),
 		StartEpoch:      p.cfg.Start.Epoch,
 		StartBatch:      p.cfg.Start.Batch,
@@ -191,15 +189,6 @@ func header(p *plan, l *loader.Loader, slots *pinned.Pool) *pb.StreamHeader {
 	for _, d := range out.Shape() {
 		h.SampleShape = append(h.SampleShape, int64(d))
 	}
-	if p.shm {
-		h.Transport = pb.Transport_TRANSPORT_SHM
-		h.Shm = &pb.ShmRegion{
-			Path:      fmt.Sprintf("/proc/%d/fd/%d", os.Getpid(), slots.Fd()),
-			Size:      int64(slots.Size()),
-			SlotSize:  int64(slots.SlotSize()),
-			SlotCount: uint32(slots.Slots()),
-			Locked:    slots.Locked(),
-		}
-	}
+	tr.describe(h)
 	return h
 }

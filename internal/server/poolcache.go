@@ -2,8 +2,6 @@ package server
 
 import (
 	"sync"
-	"sync/atomic"
-	"time"
 
 	"github.com/loaderd/loaderd/pinned"
 )
@@ -11,40 +9,23 @@ import (
 // poolCache keeps the pinned pools of ended streams for reuse. Mapping and
 // faulting in a fresh pool costs about 10 µs a page here (30 ms for four
 // batches of 256 f32 images), so a client that reconnects, or the next
-// epoch's stream, should get memory that is already warm.
-//
-// A pool comes back while gRPC may still be copying an inline tensor out
-// of it. It is handed out again only once gRPC has released every tensor,
-// or after quarantine: gRPC drops, without reading or releasing, the data
-// of a stream that is already gone, so after a short while nothing reads
-// the pool any more.
+// epoch's stream, should get memory that is already warm. A pool comes
+// here only when nothing can read it any more (see session).
 type poolCache struct {
-	mu   sync.Mutex
-	max  int
-	idle []idlePool
-}
-
-type idlePool struct {
-	p     *pinned.Pool
-	sends *atomic.Int64 // inline tensors gRPC still holds
-	ended time.Time
-}
-
-const quarantine = 2 * time.Second
-
-func (e idlePool) ready() bool {
-	return e.sends == nil || e.sends.Load() == 0 || time.Since(e.ended) > quarantine
+	mu     sync.Mutex
+	max    int
+	idle   []*pinned.Pool // oldest first
+	closed bool           // the server stopped: pools that come back are unmapped
 }
 
 func newPoolCache(max int) *poolCache { return &poolCache{max: max} }
 
-// get returns a pool with exactly slots slots of at least slotSize bytes.
+// get returns a pool with exactly slots slots of at least slotSize bytes
+// (and not wastefully more).
 func (c *poolCache) get(slotSize, slots int, shared bool) (*pinned.Pool, error) {
 	c.mu.Lock()
-	for i, e := range c.idle {
-		p := e.p
-		if p.Slots() == slots && p.SlotSize() >= slotSize && p.Shared() == shared &&
-			p.SlotSize() <= 2*slotSize+4096 && e.ready() {
+	for i, p := range c.idle {
+		if p.Slots() == slots && p.SlotSize() >= slotSize && p.Shared() == shared && p.SlotSize() <= 2*slotSize+4096 {
 			c.idle = append(c.idle[:i], c.idle[i+1:]...)
 			c.mu.Unlock()
 			return p, nil
@@ -54,25 +35,19 @@ func (c *poolCache) get(slotSize, slots int, shared bool) (*pinned.Pool, error) 
 	return pinned.New(pinned.Config{SlotSize: slotSize, Slots: slots, Shared: shared, Name: "loaderd-stream"})
 }
 
-// put keeps p for reuse; sends counts the inline tensors gRPC may still
-// read from it. A shared pool is never reused: the client that mapped it
-// may still read it (and gRPC never reads it, so it can be unmapped now).
-func (c *poolCache) put(p *pinned.Pool, sends *atomic.Int64) {
-	if p.Shared() || p.Stats().SlotsInUse != 0 {
+// put takes back a pool nothing reads any more. A shared pool is never
+// reused: a client that mapped it may still read it, from its own mapping.
+func (c *poolCache) put(p *pinned.Pool) {
+	c.mu.Lock()
+	if c.closed || p.Shared() || p.Stats().SlotsInUse != 0 {
+		c.mu.Unlock()
 		p.CloseForce()
 		return
 	}
-	c.mu.Lock()
-	c.idle = append(c.idle, idlePool{p: p, sends: sends, ended: time.Now()})
+	c.idle = append(c.idle, p)
 	var evict *pinned.Pool
 	if len(c.idle) > c.max {
-		for i, e := range c.idle { // the oldest that nothing reads any more
-			if e.ready() {
-				evict = e.p
-				c.idle = append(c.idle[:i], c.idle[i+1:]...)
-				break
-			}
-		}
+		evict, c.idle = c.idle[0], c.idle[1:]
 	}
 	c.mu.Unlock()
 	if evict != nil {
@@ -80,13 +55,13 @@ func (c *poolCache) put(p *pinned.Pool, sends *atomic.Int64) {
 	}
 }
 
-// close unmaps every idle pool; call it after gRPC has stopped.
+// close unmaps every idle pool.
 func (c *poolCache) close() {
 	c.mu.Lock()
 	idle := c.idle
-	c.idle = nil
+	c.idle, c.closed = nil, true
 	c.mu.Unlock()
-	for _, e := range idle {
-		e.p.CloseForce()
+	for _, p := range idle {
+		p.CloseForce()
 	}
 }

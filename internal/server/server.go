@@ -26,17 +26,6 @@ import (
 	pb "github.com/loaderd/loaderd/proto/loaderd/v1"
 )
 
-// Limits set on purpose: a batch of 512 f32 CIFAR images is 6 MiB, over
-// gRPC's 4 MiB default, and requests are tiny.
-const (
-	MaxBatchBytes   = 256 << 20 // largest inline batch payload
-	maxSendMsgSize  = MaxBatchBytes + 1<<20
-	maxRecvMsgSize  = 1 << 20
-	MaxBatchSize    = 16384
-	MaxInFlight     = 32
-	DefaultInFlight = 4
-)
-
 // Dataset is a source registered under a name clients use.
 type Dataset struct {
 	Name    string
@@ -108,13 +97,12 @@ func New(opts Options, datasets ...*Dataset) (*Server, error) {
 	s.pool = loader.NewPool(opts.Workers)
 	s.health = health.NewServer()
 	s.grpc = grpc.NewServer(
-		grpc.MaxSendMsgSize(maxSendMsgSize),
-		grpc.MaxRecvMsgSize(maxRecvMsgSize),
-		// Batches are large: bigger windows keep a fast loopback link full.
-		grpc.InitialWindowSize(8<<20),
-		grpc.InitialConnWindowSize(16<<20),
-		grpc.WriteBufferSize(1<<20),
-		grpc.ReadBufferSize(1<<20),
+		grpc.MaxSendMsgSize(wire.MaxMessageSize),
+		grpc.MaxRecvMsgSize(wire.MaxRequestSize),
+		grpc.InitialWindowSize(wire.InitialWindowSize),
+		grpc.InitialConnWindowSize(wire.InitialConnWindowSize),
+		grpc.WriteBufferSize(wire.WriteBufferSize),
+		grpc.ReadBufferSize(wire.ReadBufferSize),
 		grpc.ForceServerCodecV2(codec{}),
 		experimental.BufferPool(wire.Pool),
 	)

@@ -558,7 +558,7 @@ type Open struct {
 	Rank int32 `protobuf:"varint,2,opt,name=rank,proto3" json:"rank,omitempty"`
 	// Number of ranks sharing each epoch; 0 means 1 (a single trainer).
 	World int32 `protobuf:"varint,3,opt,name=world,proto3" json:"world,omitempty"`
-	// Samples per batch, > 0.
+	// Samples per batch, 1..16384.
 	BatchSize int32 `protobuf:"varint,4,opt,name=batch_size,json=batchSize,proto3" json:"batch_size,omitempty"`
 	// Seeds the shuffle and the augmentation RNG; all ranks must agree.
 	Seed uint64 `protobuf:"varint,5,opt,name=seed,proto3" json:"seed,omitempty"`
@@ -591,8 +591,8 @@ type Open struct {
 	Layout Layout `protobuf:"varint,14,opt,name=layout,proto3,enum=loaderd.v1.Layout" json:"layout,omitempty"`
 	// How tensors travel; UNSPECIFIED means inline.
 	Transport Transport `protobuf:"varint,15,opt,name=transport,proto3,enum=loaderd.v1.Transport" json:"transport,omitempty"`
-	// Client's window: most batches sent but not yet acked. 0 lets the server
-	// choose; the server may lower it and reports the value in StreamHeader.
+	// Client's window: most batches sent but not yet acked, 1..32. 0 lets the
+	// server choose (4); StreamHeader reports the value in effect.
 	MaxInFlight uint32 `protobuf:"varint,16,opt,name=max_in_flight,json=maxInFlight,proto3" json:"max_in_flight,omitempty"`
 	// Send each sample's random crop/flip in Batch.params.
 	IncludeParams bool `protobuf:"varint,17,opt,name=include_params,json=includeParams,proto3" json:"include_params,omitempty"`

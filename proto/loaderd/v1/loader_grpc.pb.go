@@ -45,8 +45,11 @@ const (
 // Loader serves augmented, batched, sharded samples of registered datasets.
 type LoaderClient interface {
 	// ListDatasets describes every dataset the daemon registered, sorted by
-	// name. It fails only with UNAVAILABLE (daemon shutting down) or the
-	// transport's codes.
+	// name.
+	//
+	// Status codes (besides those gRPC itself may return):
+	//
+	//	UNAVAILABLE         the daemon is shutting down or gone.
 	ListDatasets(ctx context.Context, in *ListDatasetsRequest, opts ...grpc.CallOption) (*ListDatasetsResponse, error)
 	// Stream delivers one rank's batches. The client's first message must be
 	// an Open; every later message must be an Ack. The server's first message
@@ -58,21 +61,31 @@ type LoaderClient interface {
 	// releases everything it holds and asks the server to stop; the server
 	// then ends with OK. Cancelling the call also releases every slot.
 	//
-	// Status codes:
+	// Status codes (besides those gRPC itself may return):
 	//
 	//	INVALID_ARGUMENT    first message not an Open, a second Open, a bad
-	//	                    Open field (rank >= world, batch_size <= 0, start
-	//	                    position past the end, unparsable augment spec,
-	//	                    dtype/layout that contradict the spec), or an Ack
-	//	                    of a seq that was never sent or already acked.
+	//	                    Open field (rank >= world, batch_size outside
+	//	                    1..16384, max_in_flight over 32, start position
+	//	                    past the end, unparsable augment spec, dtype or
+	//	                    layout that contradict the spec, an inline batch
+	//	                    over 256 MiB), or an Ack of a seq that was never
+	//	                    sent or is already acked. Every problem of an
+	//	                    Open is named at once.
 	//	NOT_FOUND           Open.dataset is not registered.
-	//	FAILED_PRECONDITION TRANSPORT_SHM asked for, but the daemon has no
-	//	                    shared region (it never falls back silently).
-	//	RESOURCE_EXHAUSTED  the daemon serves as many streams as it allows.
-	//	DATA_LOSS           a corrupt record; the message names file and record.
-	//	UNAVAILABLE         daemon shutting down; resume with a new Stream from
-	//	                    the position after the last batch consumed.
-	//	CANCELLED           the client cancelled.
+	//	RESOURCE_EXHAUSTED  the daemon serves as many streams as it allows,
+	//	                    or cannot map the stream's batch memory.
+	//	DATA_LOSS           a sample cannot be read (corrupt or truncated
+	//	                    record, wrong size) under the daemon's fail
+	//	                    policy; the message names the file and record.
+	//	INTERNAL            a dataset broke its contract (an index it should
+	//	                    hold is out of range); a daemon bug, not the
+	//	                    client's.
+	//	UNAVAILABLE         the daemon is shutting down; the message names the
+	//	                    position to resume from with a new Stream.
+	//	DEADLINE_EXCEEDED   a finite stream sent its last batch, but the client
+	//	                    did not ack every batch within the daemon's ack
+	//	                    timeout (30 s by default).
+	//	CANCELLED           the client cancelled the call.
 	Stream(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[StreamRequest, StreamReply], error)
 }
 
@@ -114,8 +127,11 @@ type Loader_StreamClient = grpc.BidiStreamingClient[StreamRequest, StreamReply]
 // Loader serves augmented, batched, sharded samples of registered datasets.
 type LoaderServer interface {
 	// ListDatasets describes every dataset the daemon registered, sorted by
-	// name. It fails only with UNAVAILABLE (daemon shutting down) or the
-	// transport's codes.
+	// name.
+	//
+	// Status codes (besides those gRPC itself may return):
+	//
+	//	UNAVAILABLE         the daemon is shutting down or gone.
 	ListDatasets(context.Context, *ListDatasetsRequest) (*ListDatasetsResponse, error)
 	// Stream delivers one rank's batches. The client's first message must be
 	// an Open; every later message must be an Ack. The server's first message
@@ -127,21 +143,31 @@ type LoaderServer interface {
 	// releases everything it holds and asks the server to stop; the server
 	// then ends with OK. Cancelling the call also releases every slot.
 	//
-	// Status codes:
+	// Status codes (besides those gRPC itself may return):
 	//
 	//	INVALID_ARGUMENT    first message not an Open, a second Open, a bad
-	//	                    Open field (rank >= world, batch_size <= 0, start
-	//	                    position past the end, unparsable augment spec,
-	//	                    dtype/layout that contradict the spec), or an Ack
-	//	                    of a seq that was never sent or already acked.
+	//	                    Open field (rank >= world, batch_size outside
+	//	                    1..16384, max_in_flight over 32, start position
+	//	                    past the end, unparsable augment spec, dtype or
+	//	                    layout that contradict the spec, an inline batch
+	//	                    over 256 MiB), or an Ack of a seq that was never
+	//	                    sent or is already acked. Every problem of an
+	//	                    Open is named at once.
 	//	NOT_FOUND           Open.dataset is not registered.
-	//	FAILED_PRECONDITION TRANSPORT_SHM asked for, but the daemon has no
-	//	                    shared region (it never falls back silently).
-	//	RESOURCE_EXHAUSTED  the daemon serves as many streams as it allows.
-	//	DATA_LOSS           a corrupt record; the message names file and record.
-	//	UNAVAILABLE         daemon shutting down; resume with a new Stream from
-	//	                    the position after the last batch consumed.
-	//	CANCELLED           the client cancelled.
+	//	RESOURCE_EXHAUSTED  the daemon serves as many streams as it allows,
+	//	                    or cannot map the stream's batch memory.
+	//	DATA_LOSS           a sample cannot be read (corrupt or truncated
+	//	                    record, wrong size) under the daemon's fail
+	//	                    policy; the message names the file and record.
+	//	INTERNAL            a dataset broke its contract (an index it should
+	//	                    hold is out of range); a daemon bug, not the
+	//	                    client's.
+	//	UNAVAILABLE         the daemon is shutting down; the message names the
+	//	                    position to resume from with a new Stream.
+	//	DEADLINE_EXCEEDED   a finite stream sent its last batch, but the client
+	//	                    did not ack every batch within the daemon's ack
+	//	                    timeout (30 s by default).
+	//	CANCELLED           the client cancelled the call.
 	Stream(grpc.BidiStreamingServer[StreamRequest, StreamReply]) error
 	mustEmbedUnimplementedLoaderServer()
 }

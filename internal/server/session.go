@@ -1,0 +1,306 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"io"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/loaderd/loaderd/loader"
+	"github.com/loaderd/loaderd/pinned"
+	pb "github.com/loaderd/loaderd/proto/loaderd/v1"
+	"github.com/loaderd/loaderd/sampler"
+)
+
+// session is one Stream: its loader, its transport, its window of
+// unacknowledged batches, and the one owner of its pinned pool.
+//
+// The pool is reference-counted. The session holds one reference while the
+// RPC runs; each batch whose tensor someone may still read holds another:
+// gRPC, for an inline batch it has not finished writing (dropped when gRPC
+// frees the buffer), or the client, for a shared-memory batch it has not
+// acknowledged (dropped at the ack, or when the stream ends: the client's
+// own mapping outlives the daemon's). When the last reference goes, the
+// pool returns to the server's cache, and only then may another stream
+// write into it. No timers: whoever lets go last hands it back.
+type session struct {
+	srv   *Server
+	st    pb.Loader_StreamServer
+	l     *loader.Loader
+	p     *plan
+	m     streamMetrics
+	tr    transport
+	slots *streamSlots
+
+	mu      sync.Mutex
+	closed  bool
+	window  []unacked // sent and not yet acknowledged, in no order; at most p.inFlight
+	credit  chan struct{}
+	recvErr chan error
+
+	sent int64
+	next sampler.Position // resume point: the batch after the last one sent
+}
+
+// unacked is a batch the client has not acknowledged; b is set while the
+// client may read it from shared memory.
+type unacked struct {
+	seq uint64
+	b   *loader.Batch
+}
+
+func newSession(srv *Server, st pb.Loader_StreamServer, p *plan, pool *pinned.Pool, l *loader.Loader, m streamMetrics) *session {
+	ss := &session{srv: srv, st: st, l: l, p: p, m: m,
+		slots:  &streamSlots{pool: pool, cache: srv.slots, m: srv.metrics},
+		window: make([]unacked, 0, p.inFlight), credit: make(chan struct{}, p.inFlight), recvErr: make(chan error, 1)}
+	ss.slots.refs.Store(1)
+	if p.shm {
+		ss.tr = shmTransport{ss}
+	} else {
+		ss.tr = inlineTransport{ss}
+	}
+	for range p.inFlight {
+		ss.credit <- struct{}{}
+	}
+	return ss
+}
+
+// streamSlots is a stream's pinned pool and its reference count (see
+// session). It must not reach the gRPC stream: the cleanup that covers
+// buffers gRPC drops holds it, and would otherwise keep them alive.
+type streamSlots struct {
+	refs  atomic.Int64
+	pool  *pinned.Pool
+	cache *poolCache
+	m     *metrics
+}
+
+func (s *streamSlots) retain() { s.refs.Add(1) }
+
+// drop lets go of one reference; the last one hands the pool back.
+func (s *streamSlots) drop() {
+	if s.refs.Add(-1) == 0 {
+		s.m.slotsLeased.Sub(float64(s.pool.Slots()))
+		s.cache.put(s.pool)
+	}
+}
+
+// end stops the loader (so no worker writes into the pool again), releases
+// every batch the client had not acknowledged, and drops the session's
+// own reference.
+func (ss *session) end() {
+	ss.l.Close()
+	ss.mu.Lock()
+	ss.closed = true
+	window := ss.window
+	ss.window = nil
+	ss.mu.Unlock()
+	for _, e := range window {
+		ss.srv.metrics.inFlight.Dec()
+		if e.b != nil {
+			ss.slots.drop()
+		}
+	}
+	ss.slots.drop()
+}
+
+// receive reads acks until the stream ends.
+func (ss *session) receive() {
+	for {
+		msg, err := ss.st.Recv()
+		if err != nil {
+			ss.recvErr <- err
+			return
+		}
+		ack := msg.GetAck()
+		if ack == nil {
+			ss.recvErr <- status.Error(codes.InvalidArgument, "loaderd: Open sent twice on one stream")
+			return
+		}
+		for _, seq := range ack.GetSeqs() {
+			if err := ss.ack(seq); err != nil {
+				ss.recvErr <- err
+				return
+			}
+		}
+	}
+}
+
+// track puts a batch about to be sent into the window: before the send,
+// since the client may ack it before Send returns. held batches stay valid
+// for the client until their ack.
+func (ss *session) track(seq uint64, b *loader.Batch, held bool) {
+	e := unacked{seq: seq}
+	if held {
+		e.b = b
+		ss.slots.retain()
+	}
+	ss.mu.Lock()
+	ss.window = append(ss.window, e)
+	ss.mu.Unlock()
+	ss.srv.metrics.inFlight.Inc()
+}
+
+// ack takes seq out of the window, in whatever order acks come.
+func (ss *session) ack(seq uint64) error {
+	ss.mu.Lock()
+	if ss.closed {
+		ss.mu.Unlock()
+		return nil
+	}
+	i := 0
+	for i < len(ss.window) && ss.window[i].seq != seq {
+		i++
+	}
+	if i == len(ss.window) {
+		ss.mu.Unlock()
+		return status.Errorf(codes.InvalidArgument, "loaderd: ack of batch %d, which is not awaiting one", seq)
+	}
+	b := ss.window[i].b
+	last := len(ss.window) - 1
+	ss.window[i] = ss.window[last]
+	ss.window = ss.window[:last]
+	ss.mu.Unlock()
+	if b != nil {
+		b.Release()
+		ss.slots.drop()
+	}
+	ss.srv.metrics.inFlight.Dec()
+	ss.credit <- struct{}{}
+	return nil
+}
+
+// run streams batches until the loader ends, the client goes, or the
+// server stops.
+func (ss *session) run(ctx context.Context) error {
+	for {
+		if err := ss.wait(ctx); err == errClientDone {
+			return nil
+		} else if err != nil {
+			return err
+		}
+		t0 := time.Now()
+		b, err := ss.l.Next(ctx)
+		if err == io.EOF {
+			ss.credit <- struct{}{} // the token taken for a batch that never came
+			return ss.drain(ctx)
+		}
+		if err != nil {
+			return ss.fail(ctx, err)
+		}
+		ss.m.wait.Observe(time.Since(t0).Seconds())
+		// A fresh message per send: gRPC may read a sent message lazily
+		// (stats handlers), and b's slices are reused once it is released.
+		msg := batchMessage(ss.p, b)
+		next, n := sampler.Position{Epoch: b.Epoch, Batch: b.Index + 1}, b.Len()
+		ss.track(msg.Seq, b, ss.tr.heldUntilAck())
+		// From here b belongs to the transport: gRPC or the client's ack.
+		if err := ss.tr.send(msg, b); err != nil {
+			return err
+		}
+		ss.sent++
+		ss.next = next
+		ss.m.images.Add(float64(n))
+		ss.m.batches.Inc()
+	}
+}
+
+// batchMessage describes b; the transport adds the tensor.
+func batchMessage(p *plan, b *loader.Batch) *pb.Batch {
+	out := p.pipe.Out()
+	sh := out.Shape()
+	msg := &pb.Batch{Seq: uint64(b.Seq), Epoch: b.Epoch, BatchIndex: b.Index,
+		Indices: append([]int64(nil), b.Indices...), Labels: append([]int32(nil), b.Labels...),
+		Dtype: pb.DType(out.DType), Layout: pb.Layout(out.Layout),
+		Shape: []int64{int64(b.Len()), int64(sh[0]), int64(sh[1]), int64(sh[2])}}
+	if b.Params != nil {
+		pr := &pb.AugmentParams{Top: make([]int32, len(b.Params)), Left: make([]int32, len(b.Params)), Flip: make([]bool, len(b.Params))}
+		for i, x := range b.Params {
+			pr.Top[i], pr.Left[i], pr.Flip[i] = x.Top, x.Left, x.Flip
+		}
+		msg.Params = pr
+	}
+	return msg
+}
+
+// wait takes one unit of window credit, or reports why the stream must end.
+func (ss *session) wait(ctx context.Context) error {
+	select {
+	case <-ss.credit:
+		return nil
+	case err := <-ss.recvErr:
+		ss.recvErr <- err // later waits see it too
+		if err == io.EOF {
+			return errClientDone
+		}
+		return err
+	case <-ctx.Done():
+		return ss.ctxErr(ctx)
+	}
+}
+
+// errClientDone: the client half-closed its side, which asks the server
+// to stop; the stream ends with OK.
+var errClientDone = errors.New("client closed its side")
+
+// drain waits for the last acks so shared-memory slots stay valid until
+// the client is done with them.
+func (ss *session) drain(ctx context.Context) error {
+	timer := time.NewTimer(ss.srv.opts.AckTimeout)
+	defer timer.Stop()
+	for range ss.p.inFlight {
+		select {
+		case <-ss.credit:
+		case err := <-ss.recvErr:
+			if err == io.EOF {
+				return nil
+			}
+			return err
+		case <-ctx.Done():
+			return ss.ctxErr(ctx)
+		case <-timer.C:
+			return status.Errorf(codes.DeadlineExceeded, "loaderd: stream finished but the client did not acknowledge its last batches within %v", ss.srv.opts.AckTimeout)
+		}
+	}
+	return nil
+}
+
+// fail maps a loader error to its status: DATA_LOSS for a sample that
+// cannot be read, INTERNAL for a source that broke its contract.
+func (ss *session) fail(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return ss.ctxErr(ctx)
+	}
+	var se *loader.SampleError
+	if errors.As(err, &se) && !errors.Is(err, loader.ErrIndex) && !errors.Is(err, loader.ErrClosed) {
+		ss.m.sampleErrors.Inc()
+		ss.srv.log.Error("sample failed", "err", err)
+		return status.Errorf(codes.DataLoss, "%v", err)
+	}
+	ss.srv.log.Error("stream failed", "err", err)
+	return status.Errorf(codes.Internal, "%v", err)
+}
+
+func (ss *session) ctxErr(ctx context.Context) error {
+	select {
+	case <-ss.srv.stopping:
+		return status.Errorf(codes.Unavailable, "loaderd: %v; resume from %s", errStopping, ss.resumeAt())
+	default:
+	}
+	return status.FromContextError(ctx.Err()).Err()
+}
+
+func (ss *session) resumeAt() sampler.Position {
+	if ss.sent == 0 {
+		return ss.p.cfg.Start
+	}
+	if ss.next.Batch >= ss.l.BatchesPerEpoch() {
+		return sampler.Position{Epoch: ss.next.Epoch + 1}
+	}
+	return ss.next
+}
