@@ -1068,10 +1068,16 @@ func (x *StreamHeader) GetStartBatch() int64 {
 // ShmRegion is a shared-memory file the client maps once, read-only
 // (mmap(PROT_READ, MAP_SHARED) of [0, size)), and may register with CUDA
 // (cuMemHostRegister, read-only) so copies to the device are DMA.
+//
+// The region is a memfd sealed against writes (F_SEAL_FUTURE_WRITE), growth
+// and shrinking: a client can map it read-only (or privately), never change
+// what the daemon or another client reads. The preferred way to get it is
+// fd_socket; path is the fallback for clients on TCP or older clients.
 type ShmRegion struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Path the client opens: "/proc/<pid>/fd/<n>" for the daemon's memfd, or
-	// "/dev/shm/<name>". Opening the first needs the daemon's user or root.
+	// Path the client may open read-only: "/proc/<pid>/fd/<n>" for the
+	// daemon's memfd. Opening it needs the daemon's user (or root) and its
+	// PID namespace.
 	Path string `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
 	// Bytes to map.
 	Size int64 `protobuf:"varint,2,opt,name=size,proto3" json:"size,omitempty"`
@@ -1081,7 +1087,20 @@ type ShmRegion struct {
 	SlotCount uint32 `protobuf:"varint,4,opt,name=slot_count,json=slotCount,proto3" json:"slot_count,omitempty"`
 	// Whether the daemon holds the region mlocked (page-locked); false means
 	// it fell back to pageable memory.
-	Locked        bool `protobuf:"varint,5,opt,name=locked,proto3" json:"locked,omitempty"`
+	Locked bool `protobuf:"varint,5,opt,name=locked,proto3" json:"locked,omitempty"`
+	// Name of a Unix socket in the same directory as the daemon's Unix socket
+	// (the one this stream's client dialled) that hands the region's file
+	// descriptor over with SCM_RIGHTS: across PID namespaces, containers that
+	// share only that directory, and users. Empty when the daemon serves no
+	// Unix socket. The exchange: connect (SOCK_STREAM), write one byte
+	// len(token) then the token; read one byte: 0 comes with one read-only
+	// file descriptor of the region in SCM_RIGHTS ancillary data, anything
+	// else is followed by an error message (UTF-8, to EOF). The daemon then
+	// closes the connection.
+	FdSocket string `protobuf:"bytes,6,opt,name=fd_socket,json=fdSocket,proto3" json:"fd_socket,omitempty"`
+	// This stream's secret for fd_socket (32 random bytes), good while the
+	// stream is open.
+	Token         []byte `protobuf:"bytes,7,opt,name=token,proto3" json:"token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1149,6 +1168,20 @@ func (x *ShmRegion) GetLocked() bool {
 		return x.Locked
 	}
 	return false
+}
+
+func (x *ShmRegion) GetFdSocket() string {
+	if x != nil {
+		return x.FdSocket
+	}
+	return ""
+}
+
+func (x *ShmRegion) GetToken() []byte {
+	if x != nil {
+		return x.Token
+	}
+	return nil
 }
 
 // Batch is one batch of samples, in the order the plan gives them.
@@ -1539,14 +1572,16 @@ const file_loaderd_v1_loader_proto_rawDesc = "" +
 	"\vstart_epoch\x18\r \x01(\x03R\n" +
 	"startEpoch\x12\x1f\n" +
 	"\vstart_batch\x18\x0e \x01(\x03R\n" +
-	"startBatch\"\x87\x01\n" +
+	"startBatch\"\xba\x01\n" +
 	"\tShmRegion\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x12\n" +
 	"\x04size\x18\x02 \x01(\x03R\x04size\x12\x1b\n" +
 	"\tslot_size\x18\x03 \x01(\x03R\bslotSize\x12\x1d\n" +
 	"\n" +
 	"slot_count\x18\x04 \x01(\rR\tslotCount\x12\x16\n" +
-	"\x06locked\x18\x05 \x01(\bR\x06locked\"\xe8\x02\n" +
+	"\x06locked\x18\x05 \x01(\bR\x06locked\x12\x1b\n" +
+	"\tfd_socket\x18\x06 \x01(\tR\bfdSocket\x12\x14\n" +
+	"\x05token\x18\a \x01(\fR\x05token\"\xe8\x02\n" +
 	"\x05Batch\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12\x14\n" +
 	"\x05epoch\x18\x02 \x01(\x03R\x05epoch\x12\x1f\n" +
