@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
@@ -17,6 +18,7 @@ import (
 type Client struct {
 	conn *grpc.ClientConn
 	api  pb.LoaderClient
+	sock string // the daemon's Unix socket path, when dialled through one
 }
 
 // Dial connects to target: "host:port", or "unix:///path/to.sock" for a
@@ -37,7 +39,7 @@ func Dial(target string, opts ...grpc.DialOption) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("client: dial %s: %w", target, err)
 	}
-	return &Client{conn: conn, api: pb.NewLoaderClient(conn)}, nil
+	return &Client{conn: conn, api: pb.NewLoaderClient(conn), sock: unixPath(target)}, nil
 }
 
 // Datasets lists the datasets the daemon serves.
@@ -54,3 +56,15 @@ func (c *Client) Conn() *grpc.ClientConn { return c.conn }
 
 // Close closes the connection; open streams fail.
 func (c *Client) Close() error { return c.conn.Close() }
+
+// unixPath returns the socket path of a "unix:PATH" or "unix://PATH"
+// target, or "".
+func unixPath(target string) string {
+	if p, ok := strings.CutPrefix(target, "unix://"); ok {
+		return p
+	}
+	if p, ok := strings.CutPrefix(target, "unix:"); ok {
+		return p
+	}
+	return ""
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -226,7 +227,7 @@ func (s *Stream) connect(ctx context.Context, resume bool) error {
 		return errors.New("client: the daemon changed the stream's shape on reconnect")
 	}
 	if shm := r.Header.GetShm(); shm != nil {
-		region, err := mapRegion(shm)
+		region, err := mapRegion(s.c.sock, shm)
 		if err != nil {
 			gcancel()
 			return err
@@ -247,15 +248,28 @@ func (s *Stream) connect(ctx context.Context, resume bool) error {
 	return nil
 }
 
-func mapRegion(shm *pb.ShmRegion) (*pinned.Region, error) {
-	f, err := os.Open(shm.GetPath())
+// mapRegion maps the stream's shared region read-only: its descriptor
+// fetched over the daemon's hand-over socket when the client came through
+// a Unix socket (works across PID namespaces, containers and users), else
+// opened through the daemon's /proc path (same user, same namespace).
+func mapRegion(sock string, shm *pb.ShmRegion) (*pinned.Region, error) {
+	var f *os.File
+	var err error
+	if sock != "" && shm.GetFdSocket() != "" {
+		f, err = fetchRegion(filepath.Join(filepath.Dir(sock), shm.GetFdSocket()), shm.GetToken())
+	} else {
+		f, err = os.Open(shm.GetPath())
+		if err != nil {
+			err = fmt.Errorf("client: shared memory %s (is the daemon on this host?): %w", shm.GetPath(), err)
+		}
+	}
 	if err != nil {
-		return nil, fmt.Errorf("client: shared memory %s (is the daemon on this host?): %w", shm.GetPath(), err)
+		return nil, err
 	}
 	defer f.Close()
 	r, err := pinned.Map(int(f.Fd()), int(shm.GetSize()), pinned.MapOptions{})
 	if err != nil {
-		return nil, fmt.Errorf("client: shared memory %s: %w", shm.GetPath(), err)
+		return nil, fmt.Errorf("client: shared memory: %w", err)
 	}
 	return r, nil
 }

@@ -39,17 +39,21 @@ func mapMem(size int, shared bool, name string) (b []byte, f *os.File, err error
 		f.Close()
 		return nil, nil, fmt.Errorf("pinned: ftruncate memfd to %d bytes: %w", size, err)
 	}
-	// A client holding the fd must not shrink the file under our mapping:
-	// our next write to the cut-off pages would SIGBUS the daemon.
-	seals := unix.F_SEAL_SHRINK | unix.F_SEAL_GROW | unix.F_SEAL_SEAL
-	if _, err := unix.FcntlInt(uintptr(fd), unix.F_ADD_SEALS, seals); err != nil {
-		f.Close()
-		return nil, nil, fmt.Errorf("pinned: seal memfd: %w", err)
-	}
 	b, err = unix.Mmap(fd, 0, size, protRW, unix.MAP_SHARED)
 	if err != nil {
 		f.Close()
 		return nil, nil, fmt.Errorf("pinned: mmap memfd %d bytes: %w", size, err)
+	}
+	// Sealed after our own writable mapping exists, which the seals leave
+	// alone: no one holding the fd can write (write(2), a new shared
+	// writable mapping: F_SEAL_FUTURE_WRITE), nor shrink the file under our
+	// mapping (our next write to the cut-off pages would SIGBUS the
+	// daemon), grow it, or change the seals.
+	seals := unix.F_SEAL_FUTURE_WRITE | unix.F_SEAL_SHRINK | unix.F_SEAL_GROW | unix.F_SEAL_SEAL
+	if _, err := unix.FcntlInt(uintptr(fd), unix.F_ADD_SEALS, seals); err != nil {
+		unix.Munmap(b)
+		f.Close()
+		return nil, nil, fmt.Errorf("pinned: seal memfd: %w", err)
 	}
 	prefault(b, true, true)
 	return b, f, nil
@@ -109,4 +113,14 @@ func mapFd(fd, size int, writable bool) ([]byte, error) {
 	}
 	prefault(b, writable, false)
 	return b, nil
+}
+
+// openReadOnly opens f again, read-only: a new open file description, so
+// the receiver cannot even ask for write access through fcntl.
+func openReadOnly(f *os.File) (*os.File, error) {
+	ro, err := os.OpenFile(fmt.Sprintf("/proc/self/fd/%d", f.Fd()), os.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("pinned: reopen memfd read-only: %w", err)
+	}
+	return ro, nil
 }

@@ -36,3 +36,7 @@ func unmapMem([]byte) error { return nil }
 func mapFd(fd, size int, writable bool) ([]byte, error) {
 	return nil, fmt.Errorf("pinned: map fd on %s: %w", runtime.GOOS, errors.ErrUnsupported)
 }
+
+func openReadOnly(*os.File) (*os.File, error) {
+	return nil, fmt.Errorf("pinned: shared memory on %s: %w", runtime.GOOS, errors.ErrUnsupported)
+}

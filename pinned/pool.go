@@ -280,6 +280,17 @@ func (p *Pool) Fd() int {
 // it: do not close it.
 func (p *Pool) File() *os.File { return p.file }
 
+// OpenReadOnly returns a new read-only descriptor of a Shared pool's memfd,
+// owned by the caller: the one to hand to a client. The memfd is sealed
+// against writes, so no descriptor of it can change the region; this one
+// cannot even be switched to writing.
+func (p *Pool) OpenReadOnly() (*os.File, error) {
+	if p.file == nil {
+		return nil, fmt.Errorf("pinned: pool %q is not shared: %w", p.name, ErrBadConfig)
+	}
+	return openReadOnly(p.file)
+}
+
 // Stats is a snapshot of a pool's counters.
 type Stats struct {
 	Slots, SlotsInUse int

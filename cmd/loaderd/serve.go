@@ -4,6 +4,8 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"os"
+	"strconv"
 
 	"github.com/loaderd/loaderd/internal/server"
 )
@@ -13,7 +15,9 @@ func serveMain(ctx context.Context, args []string) error {
 	var datasets listFlag
 	fs := flag.NewFlagSet("loaderd serve", flag.ContinueOnError)
 	fs.StringVar(&cfg.Listen, "listen", "", "TCP address to serve on (default 127.0.0.1:50051 unless only --unix is given)")
-	fs.StringVar(&cfg.Unix, "unix", "", "Unix socket path for clients on this host")
+	fs.StringVar(&cfg.Unix, "unix", "", "Unix socket path for clients on this host (shared memory is handed over on PATH.fd beside it)")
+	unixMode := fs.String("unix-mode", "0660", "permissions of the Unix sockets (octal)")
+	memLimit := fs.String("memory-limit", "", "bound on batch memory: streams' pinned pools, idle pools, worker scratch, e.g. 2GiB (default: half the machine's or cgroup's memory)")
 	fs.StringVar(&cfg.MetricsListen, "metrics-listen", "", "address for Prometheus /metrics (off when empty)")
 	fs.Var(&datasets, "dataset", "dataset to serve as name=FORMAT:PATH, repeatable (default "+server.DefaultDataset+")")
 	fs.IntVar(&cfg.Workers, "workers", 0, "worker goroutines shared by all streams (default GOMAXPROCS)")
@@ -29,6 +33,16 @@ func serveMain(ctx context.Context, args []string) error {
 		return fmt.Errorf("serve: unexpected arguments %q", fs.Args())
 	}
 	cfg.Datasets = datasets
+	mode, err := strconv.ParseUint(*unixMode, 8, 32)
+	if err != nil {
+		return fmt.Errorf("serve: --unix-mode %q: want octal permissions such as 0660", *unixMode)
+	}
+	cfg.UnixMode = os.FileMode(mode)
+	if *memLimit != "" {
+		if cfg.MemoryLimit, err = server.ParseBytes(*memLimit); err != nil {
+			return fmt.Errorf("serve: --memory-limit: %w", err)
+		}
+	}
 	cfg.EnsureDefaults()
 	if err := cfg.Validate(); err != nil {
 		return err

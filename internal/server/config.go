@@ -3,6 +3,7 @@ package server
 import (
 	"errors"
 	"fmt"
+	"os"
 	"runtime"
 	"strings"
 	"time"
@@ -12,10 +13,12 @@ import (
 
 // Config is `loaderd serve` as flags give it.
 type Config struct {
-	Listen          string   // TCP address; "" with Unix set serves the socket only
-	Unix            string   // Unix socket path, for same-host clients
-	MetricsListen   string   // Prometheus /metrics address; "" disables
-	Datasets        []string // name=FORMAT:PATH, repeatable
+	Listen          string      // TCP address; "" with Unix set serves the socket only
+	Unix            string      // Unix socket path, for same-host clients
+	UnixMode        os.FileMode // permissions of the Unix sockets; default 0660
+	MemoryLimit     int64       // batch memory bound in bytes; 0: DefaultMemoryLimit
+	MetricsListen   string      // Prometheus /metrics address; "" disables
+	Datasets        []string    // name=FORMAT:PATH, repeatable
 	Workers         int
 	MaxStreams      int
 	ShutdownTimeout time.Duration
@@ -42,6 +45,12 @@ func (c *Config) EnsureDefaults() {
 	}
 	if c.OnError == "" {
 		c.OnError = "fail"
+	}
+	if c.UnixMode == 0 {
+		c.UnixMode = 0o660
+	}
+	if c.MemoryLimit == 0 {
+		c.MemoryLimit = DefaultMemoryLimit()
 	}
 }
 
@@ -70,6 +79,12 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxSkips < 0 {
 		errs = append(errs, fmt.Errorf("--max-skips %d is negative", c.MaxSkips))
+	}
+	if c.UnixMode&^os.ModePerm != 0 {
+		errs = append(errs, fmt.Errorf("--unix-mode %o: want permission bits only, e.g. 0660", c.UnixMode))
+	}
+	if c.MemoryLimit < 0 {
+		errs = append(errs, fmt.Errorf("--memory-limit %d is negative", c.MemoryLimit))
 	}
 	if c.ShutdownTimeout < 0 {
 		errs = append(errs, fmt.Errorf("--shutdown-timeout %v is negative", c.ShutdownTimeout))

@@ -33,6 +33,13 @@ func newMetrics(reg *prometheus.Registry, s *Server) *metrics {
 			Help:    "Time a stream waited for the workers to finish its next batch.",
 			Buckets: prometheus.ExponentialBuckets(1e-5, 4, 10)}, []string{"dataset"}),
 	}
+	for _, kind := range []string{memStream, memIdle, memScratch} {
+		reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "loaderd_memory_bytes",
+			Help:        "Batch memory in use, by kind: stream (open streams' pinned pools), idle (pools kept warm), scratch (workers' buffers).",
+			ConstLabels: prometheus.Labels{"kind": kind}}, func() float64 { return float64(s.mem.inUse(kind)) }))
+	}
+	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "loaderd_memory_limit_bytes",
+		Help: "The daemon's memory limit (--memory-limit)."}, func() float64 { return float64(s.mem.limit) }))
 	reg.MustRegister(m.images, m.batches, m.sampleErrors, m.inFlight, m.slotsLeased, m.streams, m.wait,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m

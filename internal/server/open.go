@@ -26,6 +26,19 @@ type plan struct {
 // validate checks o and reports every problem at once, as InvalidArgument
 // (NotFound for an unknown dataset).
 func (s *Server) validate(o *pb.Open) (*plan, error) {
+	var long []string
+	for _, f := range []struct {
+		name  string
+		value string
+		max   int
+	}{{"dataset", o.GetDataset(), wire.MaxNameLen}, {"client_name", o.GetClientName(), wire.MaxNameLen}, {"augment", o.GetAugment(), wire.MaxAugmentLen}} {
+		if len(f.value) > f.max {
+			long = append(long, fmt.Sprintf("%s of %d bytes, over the %d-byte limit", f.name, len(f.value), f.max))
+		}
+	}
+	if len(long) > 0 {
+		return nil, status.Errorf(codes.InvalidArgument, "loaderd: invalid Open: %s", strings.Join(long, "; "))
+	}
 	ds, ok := s.datasets[o.GetDataset()]
 	if !ok {
 		return nil, status.Errorf(codes.NotFound, "loaderd: unknown dataset %q (registered: %s)", o.GetDataset(), strings.Join(s.names(), ", "))

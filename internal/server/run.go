@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -26,24 +25,23 @@ func Run(ctx context.Context, c Config, log *slog.Logger, ready func(addrs []str
 		return err
 	}
 	policy, _ := loader.ParseErrorPolicy(c.OnError)
-	srv, err := New(Options{Workers: c.Workers, MaxStreams: c.MaxStreams, Logger: log,
-		OnError: policy, MaxSkips: c.MaxSkips}, datasets...)
+	opts := Options{Workers: c.Workers, MaxStreams: c.MaxStreams, Logger: log,
+		OnError: policy, MaxSkips: c.MaxSkips, MemoryLimit: c.MemoryLimit}
+	if c.Unix != "" {
+		opts.FdSocket = fdSocketPath(c.Unix)
+	}
+	srv, err := New(opts, datasets...)
 	if err != nil {
 		for _, d := range datasets {
 			d.Source.Close()
 		}
 		return err
 	}
-	lis, metricsLis, err := c.listen()
+	lis, fdLis, metricsLis, err := c.listen()
 	if err != nil {
 		srv.Shutdown(context.Background())
 		return err
 	}
-	defer func() {
-		if c.Unix != "" {
-			os.Remove(c.Unix)
-		}
-	}()
 
 	g, gctx := errgroup.WithContext(ctx)
 	var addrs []string
@@ -57,6 +55,9 @@ func Run(ctx context.Context, c Config, log *slog.Logger, ready func(addrs []str
 			}
 			return nil
 		})
+	}
+	if fdLis != nil {
+		g.Go(func() error { return srv.ServeFds(fdLis) })
 	}
 	var metricsSrv *http.Server
 	if metricsLis != nil {
@@ -87,7 +88,7 @@ func Run(ctx context.Context, c Config, log *slog.Logger, ready func(addrs []str
 	for _, d := range datasets {
 		log.Info("dataset", "name", d.Name, "source", d.Source.String(), "samples", d.Source.Len(), "augment", d.Augment)
 	}
-	log.Info("serving", "addrs", addrs, "workers", c.Workers)
+	log.Info("serving", "addrs", addrs, "workers", c.Workers, "memory_limit", bytesString(c.MemoryLimit))
 	if ready != nil {
 		ready(addrs)
 	}
@@ -98,36 +99,45 @@ func Run(ctx context.Context, c Config, log *slog.Logger, ready func(addrs []str
 	return err
 }
 
+// fdSocketPath is where the shared-memory hand-over socket of a daemon on
+// the Unix socket path lives: beside it, so a container that mounts the
+// socket's directory reaches both.
+func fdSocketPath(unixPath string) string { return unixPath + ".fd" }
+
 // listen opens every listener the config names, or none.
-func (c *Config) listen() (lis []net.Listener, metrics net.Listener, err error) {
+func (c *Config) listen() (lis []net.Listener, fdLis, metrics net.Listener, err error) {
 	defer func() {
 		if err != nil {
-			for _, l := range lis {
-				l.Close()
+			for _, l := range append(lis, fdLis) {
+				if l != nil {
+					l.Close()
+				}
 			}
 		}
 	}()
 	if c.Listen != "" {
 		l, err := net.Listen("tcp", c.Listen)
 		if err != nil {
-			return lis, nil, fmt.Errorf("listen %s: %w", c.Listen, err)
+			return lis, nil, nil, fmt.Errorf("listen %s: %w", c.Listen, err)
 		}
 		lis = append(lis, l)
 	}
 	if c.Unix != "" {
-		os.Remove(c.Unix) // a stale socket from a previous run
-		l, err := net.Listen("unix", c.Unix)
+		l, err := listenUnix(c.Unix, c.UnixMode)
 		if err != nil {
-			return lis, nil, fmt.Errorf("listen %s: %w", c.Unix, err)
+			return lis, nil, nil, err
 		}
 		lis = append(lis, l)
+		if fdLis, err = listenUnix(fdSocketPath(c.Unix), c.UnixMode); err != nil {
+			return lis, nil, nil, err
+		}
 	}
 	if c.MetricsListen != "" {
 		l, err := net.Listen("tcp", c.MetricsListen)
 		if err != nil {
-			return lis, nil, fmt.Errorf("metrics listen %s: %w", c.MetricsListen, err)
+			return lis, fdLis, nil, fmt.Errorf("metrics listen %s: %w", c.MetricsListen, err)
 		}
 		metrics = l
 	}
-	return lis, metrics, nil
+	return lis, fdLis, metrics, nil
 }

@@ -40,8 +40,20 @@ type Options struct {
 	MaxStreams int          // streams served at once; 0 is unlimited
 	Logger     *slog.Logger // nil: slog.Default()
 	Registry   *prometheus.Registry
-	IdlePools  int           // pinned pools kept for reuse after streams end
+	IdlePools  int           // pinned pools kept for reuse after streams end; default 8
+	IdleTTL    time.Duration // how long an idle pool is kept; default 30 s
 	AckTimeout time.Duration // how long a finished stream waits for its last acks
+
+	// MemoryLimit bounds the daemon's batch memory: every stream's pinned
+	// pool, the idle pools kept for reuse, and the workers' scratch. An
+	// Open that does not fit is refused with RESOURCE_EXHAUSTED. Default:
+	// DefaultMemoryLimit.
+	MemoryLimit int64
+
+	// FdSocket names the Unix socket, next to the daemon's own, that
+	// ServeFds answers on; shared-memory clients are told to fetch their
+	// region there. Empty: clients open /proc/<pid>/fd/<n> instead.
+	FdSocket string
 
 	// OnError: fail a stream at an unreadable sample (the default), or
 	// skip it, delivering a neighbour, counting and logging it.
@@ -58,6 +70,8 @@ type Server struct {
 	datasets map[string]*Dataset
 	pool     *loader.Pool
 	slots    *poolCache
+	mem      *budget
+	fds      *fdBroker
 	metrics  *metrics
 	health   *health.Server
 	grpc     *grpc.Server
@@ -82,8 +96,26 @@ func New(opts Options, datasets ...*Dataset) (*Server, error) {
 	if opts.AckTimeout == 0 {
 		opts.AckTimeout = 30 * time.Second
 	}
-	s := &Server{opts: opts, log: opts.Logger, datasets: map[string]*Dataset{},
-		stopping: make(chan struct{}), slots: newPoolCache(opts.IdlePools)}
+	if opts.IdleTTL == 0 {
+		opts.IdleTTL = 30 * time.Second
+	}
+	if opts.MemoryLimit == 0 {
+		opts.MemoryLimit = DefaultMemoryLimit()
+	}
+	if opts.Workers < 1 {
+		opts.Workers = 1
+	}
+	mem := newBudget(opts.MemoryLimit)
+	s := &Server{opts: opts, log: opts.Logger, datasets: map[string]*Dataset{}, mem: mem,
+		stopping: make(chan struct{}), slots: newPoolCache(mem, opts.IdlePools, opts.IdleTTL), fds: newFdBroker()}
+	// Each worker keeps a sample buffer, and a decoder about as large.
+	var scratch int64
+	for _, d := range datasets {
+		scratch = max(scratch, 2*int64(d.Source.Spec().Bytes())*int64(opts.Workers))
+	}
+	if err := mem.reserve(memScratch, scratch); err != nil {
+		return nil, fmt.Errorf("server: worker scratch for the largest sample: %w (raise --memory-limit)", err)
+	}
 	for _, d := range datasets {
 		if _, dup := s.datasets[d.Name]; dup {
 			return nil, fmt.Errorf("server: dataset %q registered twice", d.Name)
@@ -95,6 +127,7 @@ func New(opts Options, datasets ...*Dataset) (*Server, error) {
 	}
 	s.metrics = newMetrics(opts.Registry, s)
 	s.pool = loader.NewPool(opts.Workers)
+	go s.slots.janitor(s.stopping)
 	s.health = health.NewServer()
 	s.grpc = grpc.NewServer(
 		grpc.MaxSendMsgSize(wire.MaxMessageSize),
@@ -132,6 +165,11 @@ func (s *Server) GRPC() *grpc.Server { return s.grpc }
 // Serve accepts connections on lis until Shutdown.
 func (s *Server) Serve(lis net.Listener) error { return s.grpc.Serve(lis) }
 
+// ServeFds hands shared-memory regions to their clients on lis, a Unix
+// socket named Options.FdSocket in the directory of the daemon's own, until
+// Shutdown. See ShmRegion.fd_socket in loader.proto for the exchange.
+func (s *Server) ServeFds(lis net.Listener) error { return s.fds.serve(lis) }
+
 // MetricsHandler serves the Prometheus metrics.
 func (s *Server) MetricsHandler() http.Handler {
 	return promhttp.HandlerFor(s.opts.Registry, promhttp.HandlerOpts{})
@@ -156,6 +194,7 @@ func (s *Server) Shutdown(ctx context.Context) {
 		<-done
 	}
 	s.pool.Close()
+	s.fds.close()
 	s.slots.close()
 	for _, d := range s.datasets {
 		d.Source.Close()

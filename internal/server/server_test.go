@@ -211,7 +211,7 @@ func TestVanishingClients(t *testing.T) {
 		t.Fatalf("%v batches still in flight", g)
 	}
 	for _, p := range srv.slots.idle {
-		if n := p.Stats().SlotsInUse; n != 0 {
+		if n := p.p.Stats().SlotsInUse; n != 0 {
 			t.Fatalf("an idle pool has %d slots in use", n)
 		}
 	}

@@ -36,6 +36,7 @@ type session struct {
 	m     streamMetrics
 	tr    transport
 	slots *streamSlots
+	token []byte // the shared region's hand-over secret (see fdBroker)
 
 	mu      sync.Mutex
 	closed  bool
@@ -60,6 +61,9 @@ func newSession(srv *Server, st pb.Loader_StreamServer, p *plan, pool *pinned.Po
 		window: make([]unacked, 0, p.inFlight), credit: make(chan struct{}, p.inFlight), recvErr: make(chan error, 1)}
 	ss.slots.refs.Store(1)
 	if p.shm {
+		if srv.opts.FdSocket != "" {
+			ss.token = srv.fds.register(ss.slots)
+		}
 		ss.tr = shmTransport{ss}
 	} else {
 		ss.tr = inlineTransport{ss}
@@ -94,6 +98,9 @@ func (s *streamSlots) drop() {
 // every batch the client had not acknowledged, and drops the session's
 // own reference.
 func (ss *session) end() {
+	if ss.token != nil {
+		ss.srv.fds.unregister(ss.token)
+	}
 	ss.l.Close()
 	ss.mu.Lock()
 	ss.closed = true

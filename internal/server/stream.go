@@ -36,11 +36,12 @@ func (s *Server) Stream(st pb.Loader_StreamServer) error {
 	}
 	pool, err := s.slots.get(p.cfg.BatchSize*p.pipe.Out().Bytes(), p.cfg.InFlight, p.shm)
 	if err != nil {
-		return status.Errorf(codes.ResourceExhausted, "loaderd: batch memory: %v", err)
+		return status.Errorf(codes.ResourceExhausted, "loaderd: a stream of batches of %d × %d bytes: %v (--memory-limit)",
+			p.cfg.BatchSize, p.pipe.Out().Bytes(), err)
 	}
 	p.cfg.Pinned = pool
 	m := s.metrics.forDataset(p.ds.Name)
-	log := s.log.With("client", o.GetClientName(), "dataset", p.ds.Name, "rank", p.cfg.Rank, "world", p.cfg.World)
+	log := s.log.With("client", cut(o.GetClientName(), 64), "dataset", p.ds.Name, "rank", p.cfg.Rank, "world", p.cfg.World)
 	p.cfg.OnSkip = func(e loader.SkipEvent) {
 		m.sampleErrors.Inc()
 		log.Warn("skipped an unreadable sample", "epoch", e.Epoch, "batch", e.Batch, "index", e.Index,
@@ -81,4 +82,12 @@ func transportName(shm bool) string {
 		return "shm"
 	}
 	return "inline"
+}
+
+// cut shortens a client-supplied string for the logs.
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
 }

@@ -3,6 +3,7 @@ package server
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"runtime"
 	"sync/atomic"
 
@@ -40,6 +41,10 @@ func (t shmTransport) describe(h *pb.StreamHeader) {
 		SlotSize:  int64(p.SlotSize()),
 		SlotCount: uint32(p.Slots()),
 		Locked:    p.Locked(),
+	}
+	if t.ss.token != nil {
+		h.Shm.FdSocket = filepath.Base(t.ss.srv.opts.FdSocket)
+		h.Shm.Token = t.ss.token
 	}
 }
 

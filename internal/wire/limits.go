@@ -11,8 +11,9 @@ const (
 	// accepts: an inline tensor plus room for its indices, labels and
 	// augmentation parameters (at MaxBatchSize samples, under 0.5 MiB).
 	MaxMessageSize = MaxBatchBytes + 1<<20
-	// MaxRequestSize is the largest message the daemon accepts.
-	MaxRequestSize = 1 << 20
+	// MaxRequestSize is the largest message the daemon accepts: an Open
+	// within the string limits below, or a window's worth of acks.
+	MaxRequestSize = 64 << 10
 
 	// MaxBatchSize is the most samples an Open may ask for per batch.
 	MaxBatchSize = 16384
@@ -20,6 +21,11 @@ const (
 	MaxInFlight = 32
 	// DefaultInFlight is the window when an Open names none.
 	DefaultInFlight = 4
+	// MaxNameLen bounds Open.dataset and Open.client_name, and
+	// MaxAugmentLen Open.augment, in bytes: the daemon refuses longer ones
+	// (INVALID_ARGUMENT) before echoing them anywhere.
+	MaxNameLen    = 256
+	MaxAugmentLen = 4096
 	// ShmExtraSlots are the slots a shared-memory stream holds beyond the
 	// client's window, so the workers fill ahead while the client holds
 	// a full window.

@@ -550,6 +550,13 @@ func (*StreamRequest_Ack) isStreamRequest_Msg() {}
 // in what form. The plan is a pure function of (dataset, seed, epoch, rank,
 // world, no_shuffle, drop_last), so reopening with the same fields replays
 // byte-identical batches.
+//
+// Per-stream limits: batch_size <= 16384, max_in_flight <= 32, an inline
+// batch <= 256 MiB, dataset and client_name <= 256 bytes, augment <= 4096
+// bytes, the whole message <= 64 KiB; and the stream's batch memory
+// (batch_size * sample bytes * (window + 4 for shared memory, window for
+// inline), rounded to pages) must fit in what the daemon's --memory-limit
+// leaves, else RESOURCE_EXHAUSTED names what it needs and what is free.
 type Open struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Registered dataset name (see Dataset.name); NOT_FOUND if unknown.
@@ -596,7 +603,8 @@ type Open struct {
 	MaxInFlight uint32 `protobuf:"varint,16,opt,name=max_in_flight,json=maxInFlight,proto3" json:"max_in_flight,omitempty"`
 	// Send each sample's random crop/flip in Batch.params.
 	IncludeParams bool `protobuf:"varint,17,opt,name=include_params,json=includeParams,proto3" json:"include_params,omitempty"`
-	// Free-form label for the daemon's logs, e.g. "resnet18/rank3".
+	// Free-form label for the daemon's logs, e.g. "resnet18/rank3"; the logs
+	// keep its first 64 bytes.
 	ClientName    string `protobuf:"bytes,18,opt,name=client_name,json=clientName,proto3" json:"client_name,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache

@@ -68,12 +68,14 @@ type LoaderClient interface {
 	//	                    1..16384, max_in_flight over 32, start position
 	//	                    past the end, unparsable augment spec, dtype or
 	//	                    layout that contradict the spec, an inline batch
-	//	                    over 256 MiB), or an Ack of a seq that was never
-	//	                    sent or is already acked. Every problem of an
-	//	                    Open is named at once.
+	//	                    over 256 MiB, a string over its limit), or an
+	//	                    Ack of a seq that was never sent or is already
+	//	                    acked. Every problem of an Open is named at once.
 	//	NOT_FOUND           Open.dataset is not registered.
 	//	RESOURCE_EXHAUSTED  the daemon serves as many streams as it allows,
-	//	                    or cannot map the stream's batch memory.
+	//	                    or the stream's batch memory does not fit in what
+	//	                    its memory limit leaves (the message says how
+	//	                    much it needs and how much is free).
 	//	DATA_LOSS           a sample cannot be read (corrupt or truncated
 	//	                    record, wrong size) under the daemon's fail
 	//	                    policy; the message names the file and record.
@@ -150,12 +152,14 @@ type LoaderServer interface {
 	//	                    1..16384, max_in_flight over 32, start position
 	//	                    past the end, unparsable augment spec, dtype or
 	//	                    layout that contradict the spec, an inline batch
-	//	                    over 256 MiB), or an Ack of a seq that was never
-	//	                    sent or is already acked. Every problem of an
-	//	                    Open is named at once.
+	//	                    over 256 MiB, a string over its limit), or an
+	//	                    Ack of a seq that was never sent or is already
+	//	                    acked. Every problem of an Open is named at once.
 	//	NOT_FOUND           Open.dataset is not registered.
 	//	RESOURCE_EXHAUSTED  the daemon serves as many streams as it allows,
-	//	                    or cannot map the stream's batch memory.
+	//	                    or the stream's batch memory does not fit in what
+	//	                    its memory limit leaves (the message says how
+	//	                    much it needs and how much is free).
 	//	DATA_LOSS           a sample cannot be read (corrupt or truncated
 	//	                    record, wrong size) under the daemon's fail
 	//	                    policy; the message names the file and record.
