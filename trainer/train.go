@@ -10,6 +10,7 @@ import (
 	"github.com/loaderd/loaderd/augment"
 	"github.com/loaderd/loaderd/sampler"
 	"github.com/loaderd/loaderd/trainer/nn"
+	"github.com/loaderd/loaderd/trainer/parallel"
 	"github.com/loaderd/loaderd/trainer/tensor"
 )
 
@@ -31,6 +32,12 @@ type TrainConfig struct {
 	Devices    int          // CPU devices K
 	Goroutines int          // per device; 0 shares GOMAXPROCS among the devices
 	SyncBN     bool         // BatchNorm over the global batch
+	// Group, when set, makes this process rank Group.Rank() of Group.Size()
+	// processes (see trainer/dist): Mode ddp on one device, each epoch split
+	// into Group.Size() ranks, Batch the global batch. Rank 0 evaluates and
+	// writes the checkpoint; every rank resumes from it, so it must be the
+	// same file for all (a shared file system when they span nodes).
+	Group parallel.Collective
 
 	Batch     int // global batch; each DDP rank takes Batch/Devices
 	EvalBatch int
@@ -59,7 +66,10 @@ type TrainConfig struct {
 	// the whole run, counted from its very start, are done; 0 runs every epoch.
 	MaxSteps int64
 
-	Progress io.Writer     // live progress line and per-epoch lines; nil for none
+	Progress io.Writer // live progress line and per-epoch lines; nil for none
+	// Samples, when set, gets one line per rank and step naming the dataset
+	// indices trained on: "epoch E batch B rank R: i i …".
+	Samples  io.Writer
 	Interval time.Duration // between progress updates
 	Name     string        // client name the daemon logs
 }
@@ -77,6 +87,12 @@ func (c *TrainConfig) EnsureDefaults() {
 	}
 	if c.Mode == "" {
 		c.Mode = "dp"
+		if c.Group != nil {
+			c.Mode = "ddp"
+		}
+	}
+	if c.Devices == 0 && c.Group != nil {
+		c.Devices = 1 // one rank, one device per process
 	}
 	if c.Devices == 0 {
 		c.Devices, _ = tensor.PlanCPU(0, 0)
@@ -136,8 +152,12 @@ func (c *TrainConfig) Validate() error {
 	}
 	if c.Batch < max(1, c.Devices) {
 		bad("batch %d: want at least one sample per device (%d)", c.Batch, c.Devices)
-	} else if c.Mode == "ddp" && c.Devices > 0 && c.Batch%c.Devices != 0 {
-		bad("batch %d: ddp splits it into equal per-rank batches; want a multiple of devices %d", c.Batch, c.Devices)
+	} else if c.Mode == "ddp" && c.Devices > 0 && c.Batch%c.world() != 0 {
+		bad("batch %d: ddp splits it into equal per-rank batches; want a multiple of the %d ranks", c.Batch, c.world())
+	}
+	if c.Group != nil && (c.Mode != "ddp" || c.Devices != 1) {
+		bad("rank %d of %d processes: want mode ddp on 1 device (got mode %q, %d devices)",
+			c.Group.Rank(), c.Group.Size(), c.Mode, c.Devices)
 	}
 	if c.EvalBatch < 1 {
 		bad("eval batch %d: want at least 1", c.EvalBatch)
@@ -194,6 +214,9 @@ func (c *TrainConfig) Validate() error {
 
 // world is the number of ranks the sampler splits an epoch into.
 func (c *TrainConfig) world() int {
+	if c.Group != nil {
+		return c.Group.Size()
+	}
 	if c.Mode == "ddp" {
 		return c.Devices
 	}

@@ -27,7 +27,7 @@ func TestTrainConfigValidate(t *testing.T) {
 		{"mode", func(c *TrainConfig) { c.Mode = "fsdp" }, []string{`mode "fsdp": want dp or ddp`}},
 		{"devices", func(c *TrainConfig) { c.Devices = 0 }, []string{"devices 0: want 1..256"}},
 		{"batch below devices", func(c *TrainConfig) { c.Devices, c.Batch = 4, 3 }, []string{"batch 3: want at least one sample per device (4)"}},
-		{"ddp uneven batch", func(c *TrainConfig) { c.Mode, c.Devices, c.Batch = "ddp", 3, 128 }, []string{"want a multiple of devices 3"}},
+		{"ddp uneven batch", func(c *TrainConfig) { c.Mode, c.Devices, c.Batch = "ddp", 3, 128 }, []string{"want a multiple of the 3 ranks"}},
 		{"dp uneven batch is fine", func(c *TrainConfig) { c.Devices, c.Batch = 3, 128 }, nil},
 		{"epochs", func(c *TrainConfig) { c.Epochs = -1 }, []string{"epochs -1"}},
 		{"lr", func(c *TrainConfig) { c.LR = -0.1 }, []string{"lr -0.1"}},

@@ -6,7 +6,10 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"math"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 	"unsafe"
@@ -113,9 +116,10 @@ var littleEndian = func() bool { x := uint16(1); return *(*byte)(unsafe.Pointer(
 
 // dpEngine is DataParallel fed by one stream of global batches.
 type dpEngine struct {
-	dp    *parallel.DataParallel
-	s     *client.Stream
-	spare []float32
+	samples io.Writer
+	dp      *parallel.DataParallel
+	s       *client.Stream
+	spare   []float32
 }
 
 func (e *dpEngine) step(ctx context.Context, lr float64) (stepStats, error) {
@@ -125,6 +129,9 @@ func (e *dpEngine) step(ctx context.Context, lr float64) (stepStats, error) {
 		return stepStats{}, &fetchError{fmt.Errorf("trainer: training stream: %w", err)}
 	}
 	wait := time.Since(t0)
+	if e.samples != nil {
+		logSamples(e.samples, 0, b)
+	}
 	st, err := e.dp.Step(floats(b.Data, &e.spare), b.Labels, lr)
 	pos := sampler.Position{Epoch: b.Epoch, Batch: b.Index}
 	if rerr := b.Release(); err == nil && rerr != nil {
@@ -159,6 +166,8 @@ func (e *dpEngine) close() {
 // ddpEngine runs one Rank per device, each on its own stream (rank r of
 // world K), stepping together: every step starts a goroutine per rank.
 type ddpEngine struct {
+	base    int // the first rank here: 0, or this process's rank of a Group
+	samples io.Writer
 	ranks   []*parallel.Rank
 	streams []*client.Stream
 	spare   [][]float32
@@ -207,10 +216,14 @@ func (e *ddpEngine) rankStep(ctx context.Context, r int, lr float64) (stepStats,
 	if err != nil {
 		// The other ranks wait in the step's first collective: release them.
 		// No rank has changed its model yet.
+		err = fmt.Errorf("trainer: rank %d's training stream: %w", e.base+r, err)
 		e.ranks[r].Collective().Abort(err)
-		return stepStats{}, &fetchError{fmt.Errorf("trainer: rank %d's training stream: %w", r, err)}
+		return stepStats{}, &fetchError{err}
 	}
 	wait := time.Since(t0)
+	if e.samples != nil {
+		logSamples(e.samples, e.base+r, b)
+	}
 	st, err := e.ranks[r].Step(floats(b.Data, &e.spare[r]), b.Labels, lr)
 	pos := sampler.Position{Epoch: b.Epoch, Batch: b.Index}
 	if rerr := b.Release(); err == nil && rerr != nil {
@@ -270,19 +283,34 @@ func loadState(m *nn.Model, o *optim.SGD, model, opt []byte) error {
 // newEngine builds the replicas on devs; open starts their streams.
 func newEngine(cfg *TrainConfig, devs []tensor.Device) (engine, error) {
 	build, pc := builder(cfg), parallelConfig(cfg)
+	var samples io.Writer
+	if cfg.Samples != nil {
+		samples = &lockedWriter{w: cfg.Samples} // ddp ranks write from their goroutines
+	}
 	if cfg.Mode == "dp" {
 		dp, err := parallel.NewDataParallel(devs, build, pc)
 		if err != nil {
 			return nil, err
 		}
-		return &dpEngine{dp: dp}, nil
+		return &dpEngine{dp: dp, samples: samples}, nil
 	}
-	ranks, err := parallel.NewDDP(devs, build, pc)
-	if err != nil {
-		return nil, err
+	var ranks []*parallel.Rank
+	base := 0
+	if cfg.Group != nil { // one rank of a multi-process group
+		r, err := parallel.NewRank(devs[0], build, cfg.Group, pc)
+		if err != nil {
+			return nil, err
+		}
+		ranks, base = []*parallel.Rank{r}, cfg.Group.Rank()
+	} else {
+		var err error
+		if ranks, err = parallel.NewDDP(devs, build, pc); err != nil {
+			return nil, err
+		}
 	}
-	k := len(devs)
-	return &ddpEngine{ranks: ranks, spare: make([][]float32, k), res: make([]stepStats, k), errs: make([]error, k)}, nil
+	k := len(ranks)
+	return &ddpEngine{base: base, samples: samples, ranks: ranks, spare: make([][]float32, k),
+		res: make([]stepStats, k), errs: make([]error, k)}, nil
 }
 
 func (e *dpEngine) open(ctx context.Context, c *client.Client, cfg *TrainConfig, start sampler.Position) (int64, error) {
@@ -299,7 +327,7 @@ func (e *dpEngine) open(ctx context.Context, c *client.Client, cfg *TrainConfig,
 
 func (e *ddpEngine) open(ctx context.Context, c *client.Client, cfg *TrainConfig, start sampler.Position) (int64, error) {
 	for r := range e.ranks {
-		s, err := c.Open(ctx, streamConfig(cfg, r, start))
+		s, err := c.Open(ctx, streamConfig(cfg, e.base+r, start))
 		if err != nil {
 			return 0, err
 		}
@@ -311,8 +339,32 @@ func (e *ddpEngine) open(ctx context.Context, c *client.Client, cfg *TrainConfig
 	bpe := e.streams[0].Header().GetBatchesPerEpoch()
 	for r, s := range e.streams {
 		if s.Header().GetBatchesPerEpoch() != bpe {
-			return 0, fmt.Errorf("trainer: rank %d has %d batches per epoch, rank 0 %d", r, s.Header().GetBatchesPerEpoch(), bpe)
+			return 0, fmt.Errorf("trainer: rank %d has %d batches per epoch, rank %d %d", e.base+r,
+				s.Header().GetBatchesPerEpoch(), e.base, bpe)
 		}
 	}
 	return bpe, nil
+}
+
+// logSamples writes one line naming the dataset indices of rank's batch.
+func logSamples(w io.Writer, rank int, b *client.Batch) {
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "epoch %d batch %d rank %d:", b.Epoch, b.Index, rank)
+	for _, i := range b.Indices {
+		sb.WriteByte(' ')
+		sb.WriteString(strconv.FormatInt(i, 10))
+	}
+	sb.WriteByte('\n')
+	io.WriteString(w, sb.String())
+}
+
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }

@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/loaderd/loaderd/client"
 	"github.com/loaderd/loaderd/sampler"
 	"github.com/loaderd/loaderd/trainer/optim"
+	"github.com/loaderd/loaderd/trainer/parallel"
 	"github.com/loaderd/loaderd/trainer/tensor"
 )
 
@@ -28,8 +30,14 @@ func Train(ctx context.Context, c *client.Client, cfg TrainConfig) (*TrainResult
 	}
 	t := &training{cfg: &cfg, c: c, res: &TrainResult{Model: cfg.Model, Mode: cfg.Mode, Devices: cfg.Devices,
 		Checkpoint: cfg.Checkpoint, Epochs: []EpochResult{}}}
+	if cfg.Group != nil {
+		t.res.Devices = cfg.Group.Size() // one per process
+	}
 	var ck *Checkpoint
 	if cfg.Checkpoint != "" {
+		if t.leader() { // the writer: what a crash of its last run left
+			removeStaleTemps(cfg.Checkpoint)
+		}
 		var err error
 		ck, err = ReadCheckpoint(cfg.Checkpoint)
 		switch {
@@ -63,6 +71,11 @@ func Train(ctx context.Context, c *client.Client, cfg TrainConfig) (*TrainResult
 		return nil, err
 	}
 	defer t.e.close()
+	if cfg.Group != nil {
+		if err := agreeResume(&cfg, devs[0], ck); err != nil {
+			return nil, err
+		}
+	}
 	if ck != nil {
 		if err := t.e.restore(ck.Model, ck.Optimizer); err != nil {
 			return nil, fmt.Errorf("%s: %w", cfg.Checkpoint, err)
@@ -258,7 +271,7 @@ func (t *training) endEpoch(ctx context.Context) error {
 // and a resumed run evaluates it first.
 func (t *training) finishEpoch(ctx context.Context) error {
 	cfg, r := t.cfg, t.pending
-	if cfg.Eval != "" {
+	if cfg.Eval != "" && t.leader() { // the other ranks wait in their next collective
 		ev, err := t.eval.run(ctx, t.c, cfg)
 		if err != nil {
 			if ctx.Err() != nil {
@@ -279,7 +292,7 @@ func (t *training) finishEpoch(ctx context.Context) error {
 
 // save writes the checkpoint, if one is configured.
 func (t *training) save() error {
-	if t.cfg.Checkpoint == "" {
+	if t.cfg.Checkpoint == "" || !t.leader() {
 		return nil
 	}
 	model, opt, err := t.e.state()
@@ -290,6 +303,61 @@ func (t *training) save() error {
 		Fingerprint: t.cfg.fingerprint(), Position: t.pos, Steps: t.steps, Epoch: t.epoch,
 		Epochs: t.res.Epochs, Pending: t.pending, Saved: time.Now().UTC()}}
 	return ck.WriteFile(t.cfg.Checkpoint)
+}
+
+// leader reports whether this process evaluates and writes checkpoints:
+// always, unless it is a rank other than 0 of a Group.
+func (t *training) leader() bool { return t.cfg.Group == nil || t.cfg.Group.Rank() == 0 }
+
+// agreeResume makes sure every rank of a Group resumes from the same
+// point: rank 0 broadcasts what it read, and if any rank read something
+// else (no checkpoint, an older one: not the same file), all fail, saying so.
+func agreeResume(cfg *TrainConfig, dev tensor.Device, ck *Checkpoint) (err error) {
+	g := cfg.Group
+	v := make([]float32, 5)
+	if ck != nil { // exact in f32: 24-bit pieces
+		s, p := ck.Meta.Steps, ck.Meta.Position
+		v = []float32{1, float32(s >> 24), float32(s & (1<<24 - 1)), float32(p.Epoch), float32(p.Batch)}
+	}
+	b, err := dev.Alloc(tensor.F32, len(v))
+	if err != nil {
+		return fmt.Errorf("trainer: %w", err)
+	}
+	defer dev.Free(b)
+	r0 := make([]float32, len(v))
+	bad := []float32{0}
+	if err = dev.CopyIn(b, v); err == nil {
+		if err = g.Broadcast(b, 0); err == nil {
+			err = dev.CopyOut(r0, b)
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("trainer: rank %d: resume point: %w", g.Rank(), err)
+	}
+	if !slices.Equal(r0, v) {
+		bad[0] = 1
+	}
+	flag := b.Slice(0, 1)
+	if err = dev.CopyIn(flag, bad); err == nil {
+		if err = g.AllReduce(flag, parallel.Sum); err == nil {
+			err = dev.CopyOut(bad, flag)
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("trainer: rank %d: resume point: %w", g.Rank(), err)
+	}
+	if bad[0] == 0 {
+		return nil
+	}
+	desc := func(v []float32) string {
+		if v[0] == 0 {
+			return "no checkpoint"
+		}
+		return fmt.Sprintf("a checkpoint at step %d", int64(v[1])<<24+int64(v[2]))
+	}
+	return fmt.Errorf("%w %s: %d rank(s) disagree with rank 0, which read %s; rank %d read %s: "+
+		"every rank must read the same file (a shared file system across nodes)",
+		ErrCheckpoint, cfg.Checkpoint, int(bad[0]), desc(r0), g.Rank(), desc(v))
 }
 
 func joinLines(s []string) string {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/loaderd/loaderd/client"
 	"github.com/loaderd/loaderd/trainer"
+	"github.com/loaderd/loaderd/trainer/dist"
 )
 
 // trainConfig is `trainer train` as flags give it.
@@ -20,8 +21,17 @@ type trainConfig struct {
 	Transport string
 	JSON      bool
 	Quiet     bool
+	MPILib    string // libmpi file; "" searches the loader's path
+	Samples   string // file the ranks append their batches' dataset indices to
+	// Launch is what mpirun or torchrun told this process (nil: started
+	// alone); LaunchErr a malformed launcher environment.
+	Launch    *dist.Launch
+	LaunchErr error
 	trainer.TrainConfig
 }
+
+// multi reports whether this process is one rank of several.
+func (c *trainConfig) multi() bool { return c.Launch != nil && c.Launch.World > 1 }
 
 func (c *trainConfig) EnsureDefaults() {
 	if c.Addr == "" {
@@ -34,8 +44,17 @@ func (c *trainConfig) EnsureDefaults() {
 	if c.Name == "" {
 		c.Name = fmt.Sprintf("trainer-%d", os.Getpid())
 	}
-	if !c.Quiet {
+	if !c.Quiet && (!c.multi() || c.Launch.Rank == 0) {
 		c.Progress = os.Stderr
+	}
+	if c.multi() {
+		if c.Mode == "" {
+			c.Mode = "ddp"
+		}
+		if c.Devices == 0 {
+			c.Devices = 1
+		}
+		c.Name += fmt.Sprintf("-rank%d", c.Launch.Rank)
 	}
 	c.TrainConfig.EnsureDefaults()
 }
@@ -45,6 +64,23 @@ func (c *trainConfig) Validate() error {
 	var errs []error
 	if c.Transport != "inline" && c.Transport != "shm" {
 		errs = append(errs, fmt.Errorf("--transport %q: want inline or shm", c.Transport))
+	}
+	if c.LaunchErr != nil {
+		errs = append(errs, c.LaunchErr)
+	}
+	if c.multi() {
+		l := c.Launch
+		if c.Mode != "ddp" || c.Devices != 1 {
+			errs = append(errs, fmt.Errorf("started as %v: one process per rank trains with --mode ddp on 1 device (got --mode %s --devices %d)",
+				l, c.Mode, c.Devices))
+		}
+		if c.Batch%l.World != 0 {
+			errs = append(errs, fmt.Errorf("--batch %d: the global batch splits over %d ranks; want a multiple of %d", c.Batch, l.World, l.World))
+		}
+		if l.Launcher != dist.MPIRun {
+			errs = append(errs, fmt.Errorf("started as %v by torchrun-style variables (RANK, WORLD_SIZE): CPU ranks all-reduce "+
+				"through MPI, so start them with mpirun (see docs/TRAINING.md); torchrun-style launches are for NCCL on GPUs", l))
+		}
 	}
 	if err := c.TrainConfig.Validate(); err != nil {
 		errs = append(errs, err)
@@ -83,12 +119,15 @@ func trainMain(ctx context.Context, args []string) error {
 	fs.IntVar(&c.Prefetch, "prefetch", 0, "batches each stream receives ahead (default 8)")
 	fs.BoolVar(&c.JSON, "json", false, "print a machine-readable summary on stdout")
 	fs.BoolVar(&c.Quiet, "quiet", false, "no progress lines")
+	fs.StringVar(&c.MPILib, "mpi-lib", "", "Open MPI's libmpi.so.40 for multi-process ddp (default: the loader's search path)")
+	fs.StringVar(&c.Samples, "samples", "", "append one line per rank and step naming the dataset indices trained on to this file")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("train: unexpected arguments %q", fs.Args())
 	}
+	c.Launch, c.LaunchErr = dist.FromEnv(os.Getenv)
 	c.EnsureDefaults()
 	if err := c.Validate(); err != nil {
 		return err
@@ -96,13 +135,36 @@ func trainMain(ctx context.Context, args []string) error {
 	return runTrain(ctx, c)
 }
 
-func runTrain(ctx context.Context, c trainConfig) error {
+func runTrain(ctx context.Context, c trainConfig) (err error) {
+	if c.Samples != "" {
+		f, err := os.OpenFile(c.Samples, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+		if err != nil {
+			return fmt.Errorf("train: --samples: %w", err)
+		}
+		defer f.Close()
+		c.TrainConfig.Samples = f
+	}
+	if c.multi() {
+		g, err := joinGroup(ctx, c.Launch, c.MPILib)
+		if err != nil {
+			return err
+		}
+		defer func() {
+			if cerr := g.Close(err); err == nil {
+				err = cerr
+			}
+		}()
+		c.Group = g
+	}
 	cl, err := client.Dial(c.Addr)
 	if err != nil {
 		return err
 	}
 	defer cl.Close()
 	res, err := trainer.Train(ctx, cl, c.TrainConfig)
+	if c.multi() && c.Launch.Rank != 0 && err == nil {
+		return nil // rank 0 reports for the job
+	}
 	if res != nil && c.JSON { // stopped runs too: the summary says where
 		enc := json.NewEncoder(os.Stdout)
 		enc.SetIndent("", "  ")
@@ -137,4 +199,23 @@ func summary(r *trainer.TrainResult) string {
 		s += fmt.Sprintf("\nstopped at %v (--max-steps); the checkpoint resumes there", r.Position)
 	}
 	return s
+}
+
+// failExit is how long a rank blocked in a collective gets, once another
+// rank has failed, to return on its own before the process exits.
+const failExit = time.Second
+
+// joinGroup makes this process its rank of the job, with MPI collectives
+// (CPU devices). When another rank fails, this one stops within failExit
+// naming it, even if it is blocked inside an MPI call, which nothing can
+// interrupt.
+func joinGroup(ctx context.Context, l *dist.Launch, mpiLib string) (*dist.Group, error) {
+	o := dist.Options{OnFailure: func(err error) {
+		time.AfterFunc(failExit, func() {
+			fmt.Fprintf(os.Stderr, "trainer: rank %d: stopping: %v\n", l.Rank, err)
+			time.Sleep(200 * time.Millisecond) // mpirun forwards the line before it sees the exit
+			os.Exit(1)
+		})
+	}}
+	return dist.InitMPI(ctx, l, mpiLib, o)
 }
