@@ -63,30 +63,63 @@ func (l *Loader) fill(c chunk, scratch []byte) []byte {
 		scratch = make([]byte, need)
 	}
 	scratch = scratch[:need]
-	out := l.outBytes
-	for k := c.lo; k < c.hi; k++ {
-		idx := b.Indices[k]
-		used, label, pix, err := l.skip.Sample(l.src, b.Epoch, b.Index, idx, scratch)
-		b.Indices[k] = used
-		if err == nil {
-			// Keyed by the planned index: a substitute is augmented as the
-			// sample it stands in for would have been.
-			prm := l.pipe.Draw(l.cfg.Seed, b.Epoch, idx)
-			if b.Params != nil {
-				b.Params[k] = prm
-			}
-			err = l.pipe.Apply(b.Data[k*out:(k+1)*out], pix, prm)
+	for k := c.lo; k < c.hi; {
+		if k = l.fillRange(b, k, c.hi, scratch); k < c.hi {
+			// Sample k faulted (see fault.go): read it again, alone and
+			// guarded, which makes it an error for the policy to handle.
+			// (Had a skip already been counted for it, it is counted
+			// again: a rare double count, not a lost sample.)
+			l.fillOne(b, k, guarded{l.src}, scratch)
+			k++
 		}
-		if err != nil {
-			b.fail(&SampleError{Epoch: b.Epoch, Batch: b.Index, Index: idx, Err: err})
-			label = -1
-		}
-		b.Labels[k] = label
 	}
 	if b.pending.Add(-int32(c.hi-c.lo)) == 0 {
 		b.done <- struct{}{}
 	}
 	return scratch
+}
+
+// fillRange fills samples [k, hi) of b and returns hi, or, when reading
+// sample k faulted inside a file mapping, stops there and returns k. Its
+// one deferred recover covers the whole range: the hot path pays for it
+// once per chunk.
+func (l *Loader) fillRange(b *Batch, k, hi int, scratch []byte) (stop int) {
+	defer func() {
+		if r := recover(); r != nil {
+			if _, _, ok := mappedFault(r); !ok {
+				panic(r)
+			}
+			stop = k
+		}
+	}()
+	for ; k < hi; k++ {
+		l.fillOne(b, k, l.src, scratch)
+	}
+	return hi
+}
+
+// fillOne reads sample k of b from src under the error policy, augments
+// it into its place in the slot, and records its index and label.
+func (l *Loader) fillOne(b *Batch, k int, src Source, scratch []byte) {
+	// The planned index: Indices[k] is written last, so a sample that
+	// faulted and is read again starts from the same plan.
+	idx := b.Indices[k]
+	used, label, pix, err := l.skip.Sample(src, b.Epoch, b.Index, idx, scratch)
+	if err == nil {
+		// Keyed by the planned index: a substitute is augmented as the
+		// sample it stands in for would have been.
+		prm := l.pipe.Draw(l.cfg.Seed, b.Epoch, idx)
+		if b.Params != nil {
+			b.Params[k] = prm
+		}
+		out := l.outBytes
+		err = l.pipe.Apply(b.Data[k*out:(k+1)*out], pix, prm)
+	}
+	if err != nil {
+		b.fail(&SampleError{Epoch: b.Epoch, Batch: b.Index, Index: idx, Err: err})
+		label = -1
+	}
+	b.Indices[k], b.Labels[k] = used, label
 }
 
 // nextChunkLocked hands out the next chunk of the oldest queued batch.

@@ -17,7 +17,10 @@
 // batch lives in a pinned slot the Loader holds for its whole life, so the
 // steady state allocates nothing. Output depends only on (seed, epoch,
 // index), never on the number of workers or their scheduling. A Skipper
-// applies the ErrorPolicy to a sample its source cannot read.
+// applies the ErrorPolicy to a sample its source cannot read. A worker
+// that faults reading a memory-mapped file that shrank under it (see
+// RegisterMapping) makes that sample an ErrFault error, named through the
+// source's Namer, instead of crashing the process.
 //
 // Open, RegisterFormat, Sources, Pools, Skippers and Loader.Release are
 // safe for concurrent use; Loader.Next must be called from one goroutine

@@ -22,6 +22,16 @@ var (
 	// ErrColumn: a table (Arrow, Parquet) lacks a column, or has it with
 	// the wrong type.
 	ErrColumn = errors.New("missing or mistyped column")
+	// ErrFault: reading a memory-mapped file faulted, because the file
+	// shrank under the mapping (truncated, or rewritten in place) or its
+	// storage failed. The daemon keeps serving; the sample is unreadable.
+	// (A file replaced by rename is not an error: the mapping keeps the
+	// old file.)
+	ErrFault = errors.New("file changed or failed while mapped")
+	// ErrNotRegular: a sample's file is a FIFO, a device, a socket or a
+	// directory, which a worker must never open for reading (a FIFO would
+	// block it for good).
+	ErrNotRegular = errors.New("not a regular file")
 )
 
 // RecordError says which file and record a problem was found in.

@@ -1,6 +1,9 @@
 package loader
 
 import (
+	"context"
+	"fmt"
+	"runtime/debug"
 	"sync"
 )
 
@@ -23,12 +26,15 @@ type Pool struct {
 	done    chan struct{}
 	wg      sync.WaitGroup
 	workers int
+
+	stopOnce sync.Once
+	stopped  chan struct{} // closed once every worker has returned
 }
 
 // NewPool starts workers goroutines (at least one).
 func NewPool(workers int) *Pool {
 	workers = max(workers, 1)
-	p := &Pool{done: make(chan struct{}), workers: workers}
+	p := &Pool{done: make(chan struct{}), stopped: make(chan struct{}), workers: workers}
 	p.cond.L = &p.mu
 	p.wg.Add(workers)
 	for range workers {
@@ -42,17 +48,39 @@ func (p *Pool) Workers() int { return p.workers }
 
 // Close stops the workers once their current chunks are done. Loaders
 // still waiting on the pool get ErrClosed.
-func (p *Pool) Close() {
+func (p *Pool) Close() { p.CloseContext(context.Background()) }
+
+// CloseContext is Close with a deadline: it stops the workers and waits
+// for their current chunks until ctx is done. A worker can be stuck in a
+// read that never returns (a hung network file system): past ctx it is
+// left running, and CloseContext returns an error saying so. Then the
+// caller must not close the sources or unmap slots the stuck workers may
+// still touch; a daemon shutting down leaves them to the process's exit.
+func (p *Pool) CloseContext(ctx context.Context) error {
 	p.mu.Lock()
-	if p.closed {
-		p.mu.Unlock()
-		return
+	if !p.closed {
+		p.closed = true
+		close(p.done)
+		p.cond.Broadcast()
 	}
-	p.closed = true
-	close(p.done)
-	p.cond.Broadcast()
 	p.mu.Unlock()
-	p.wg.Wait()
+	p.stopOnce.Do(func() {
+		go func() {
+			p.wg.Wait()
+			close(p.stopped)
+		}()
+	})
+	select {
+	case <-p.stopped:
+		return nil
+	default:
+	}
+	select {
+	case <-p.stopped:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("loader: worker pool: %w; workers still busy (stuck in a read?)", ctx.Err())
+	}
 }
 
 type chunk struct {
@@ -62,6 +90,9 @@ type chunk struct {
 
 func (p *Pool) work() {
 	defer p.wg.Done()
+	// A fault reading a file mapping (the file shrank) panics instead of
+	// killing the process; fill recovers it (see fault.go).
+	debug.SetPanicOnFault(true)
 	var scratch []byte
 	for {
 		c, ok := p.take()

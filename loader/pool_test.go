@@ -2,8 +2,10 @@ package loader_test
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/loaderd/loaderd/loader"
 	"github.com/loaderd/loaderd/loader/format/synthetic"
@@ -81,5 +83,54 @@ func TestPoolRoundRobin(t *testing.T) {
 		if order[i] != want[i] {
 			t.Fatalf("chunk order %v, want %v", order, want)
 		}
+	}
+}
+
+// stuckSource is a source whose reads block until release closes, as a
+// read from a dead network file system would; entered closes on the first.
+type stuckSource struct {
+	loader.Source
+	entered, release chan struct{}
+	once             sync.Once
+}
+
+func (s *stuckSource) Sample(i int64, scratch []byte) (int32, []byte, error) {
+	s.once.Do(func() { close(s.entered) })
+	<-s.release
+	return s.Source.Sample(i, scratch)
+}
+
+// TestCloseContextStuckWorker: CloseContext returns at its deadline,
+// saying so, while a worker is stuck in a read (Close would wait for it
+// for good); once the read returns, the workers stop.
+func TestCloseContextStuckWorker(t *testing.T) {
+	pool := loader.NewPool(2)
+	src := &stuckSource{Source: synthetic.New(64, 1), entered: make(chan struct{}), release: make(chan struct{})}
+	l := newTestLoader(t, pool, src, nil)
+	var release sync.Once
+	t.Cleanup(func() { release.Do(func() { close(src.release) }) }) // before l.Close, which waits for the read
+	loader.Plan(l)
+	select {
+	case <-src.entered:
+	case <-time.After(5 * time.Second):
+		t.Fatal("no worker read a sample")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	done := make(chan error, 1)
+	go func() { done <- pool.CloseContext(ctx) }()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("CloseContext = %v, want a deadline error", err)
+		}
+		t.Logf("CloseContext returned after %v: %v", time.Since(start).Round(time.Millisecond), err)
+	case <-time.After(5 * time.Second):
+		t.Fatal("CloseContext is still waiting for a stuck worker 5 s after its 200 ms deadline")
+	}
+	release.Do(func() { close(src.release) })
+	if err := pool.CloseContext(context.Background()); err != nil {
+		t.Fatalf("after the read returned: %v", err)
 	}
 }

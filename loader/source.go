@@ -33,6 +33,21 @@ type Source interface {
 	Close() error
 }
 
+// Namer is implemented by sources that read samples from named files, to
+// say where a sample comes from without reading it: so that users can
+// trace a sample (a misclassified image, a bad one) back to its file, and
+// so that the loader can name a sample in the errors it makes itself
+// (ErrFault: a worker faulted reading a mapped file that shrank).
+type Namer interface {
+	// Name returns the name of sample i, 0 ≤ i < Len(): the path of the
+	// file that holds it alone ("DIR/cat/0001.jpg"), an archive member as
+	// SHARD(MEMBER) ("shards/train-0.tar(cat/0001.jpg)"), or a record of a
+	// file of many as FILE#RECORD, the record counted from 0 in that file
+	// ("data_batch_2.bin#4999"). Name reads nothing, is cheap and is safe
+	// for concurrent use.
+	Name(i int64) string
+}
+
 // Opener opens a source from the PATH[?OPTIONS] part of FORMAT:PATH,
 // with holdout= and part= already taken out.
 type Opener func(path string) (Source, error)
@@ -90,7 +105,7 @@ func Open(spec string) (Source, error) {
 	if err != nil {
 		return nil, fmt.Errorf("loader: %q: %w", spec, err)
 	}
-	src, err := open(rest)
+	src, err := guardOpen(func() (Source, error) { return open(rest) })
 	if err != nil {
 		// Not the opener's value: an interface holding a nil pointer
 		// would pass a nil check and panic on Close.
@@ -99,7 +114,7 @@ func Open(spec string) (Source, error) {
 	if holdout == 0 {
 		return src, nil
 	}
-	part, err := Split(src, holdout, val)
+	part, err := guardOpen(func() (Source, error) { return Split(src, holdout, val) })
 	if err != nil {
 		src.Close()
 		return nil, err

@@ -99,9 +99,9 @@ func TestSplitSynthetic(t *testing.T) {
 }
 
 // TestFormats: the formats are those the imported packages registered,
-// sorted.
+// sorted (arrow and tar for fault_test.go).
 func TestFormats(t *testing.T) {
-	want := []string{"cifar", "cifar100-coarse", "synthetic", "typednil"}
+	want := []string{"arrow", "cifar", "cifar100-coarse", "synthetic", "tar", "typednil"}
 	if got := loader.Formats(); !slices.Equal(got, want) {
 		t.Fatalf("Formats() = %v, want %v", got, want)
 	}

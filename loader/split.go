@@ -32,7 +32,8 @@ type Labeler interface {
 // holdout of them), whichever part is asked for. The part owns src: its
 // Close closes src. A part implements Labeler, and its method
 // Origin(i int64) int64 maps a part's index back to src's. Errors from src
-// (which name the file and record) are returned as they are.
+// (which name the file and record) are returned as they are. A part of a
+// Namer is a Namer.
 func Split(src Source, holdoutPerClass int, val bool) (Source, error) {
 	if holdoutPerClass < 0 {
 		return nil, fmt.Errorf("loader: split %s: holdout %d per class is negative: %w", src, holdoutPerClass, ErrSplit)
@@ -46,7 +47,11 @@ func Split(src Source, holdoutPerClass int, val bool) (Source, error) {
 		n = src.Len() - n
 	}
 	lab, _ := src.(Labeler)
-	return &splitSource{src: src, lab: lab, held: held, val: val, n: n, k: holdoutPerClass}, nil
+	part := &splitSource{src: src, lab: lab, held: held, val: val, n: n, k: holdoutPerClass}
+	if _, ok := src.(Namer); ok {
+		return namedSplit{part}, nil
+	}
+	return part, nil
 }
 
 // maxSplitClasses bounds the labels of a source that names no classes.
@@ -161,6 +166,12 @@ func (s *splitSource) Sample(i int64, scratch []byte) (int32, []byte, error) {
 	}
 	return s.src.Sample(s.Origin(i), scratch)
 }
+
+// namedSplit is a part of a Namer: a Namer too.
+type namedSplit struct{ *splitSource }
+
+// Name names the part's sample i as the split source names it.
+func (s namedSplit) Name(i int64) string { return s.src.(Namer).Name(s.Origin(i)) }
 
 // Label returns the part's label i, without decoding when the source is a
 // Labeler.

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"time"
 
 	"github.com/loaderd/loaderd/sampler"
@@ -196,35 +197,94 @@ func ReadCheckpoint(path string) (*Checkpoint, error) {
 
 // WriteFile writes the checkpoint atomically: into a temporary file in the
 // same directory, synced, then renamed over path, so a crash leaves either
-// the old checkpoint or the new one, never a torn file.
-func (c *Checkpoint) WriteFile(path string) (err error) {
+// the old checkpoint or the new one, never a torn file. Where the system
+// allows (Linux's O_TMPFILE), the data goes to an unnamed file that gets
+// its temporary name only once complete, so a writer killed mid-write
+// leaves nothing behind; elsewhere it goes to PATH.tmpNNN, and what a
+// crash leaves there is removed by the next WriteFile, or by Train when it
+// resumes. One writer per checkpoint path, as for the checkpoint itself.
+func (c *Checkpoint) WriteFile(path string) error {
+	var buf bytes.Buffer
+	if err := c.Encode(&buf); err != nil {
+		return err
+	}
+	removeStaleTemps(path)
+	if err := writeAtomic(path, buf.Bytes()); err != nil {
+		return fmt.Errorf("trainer: checkpoint %s: %w", path, err)
+	}
+	return nil
+}
+
+// useUnnamed is false in a test of writeNamed, the fallback of
+// writeUnnamed (Linux's O_TMPFILE).
+var useUnnamed = true
+
+// tempPrefix starts the name of path's temporary files: PATH.tmpNNN.
+func tempPrefix(path string) string { return filepath.Base(path) + ".tmp" }
+
+// writeAtomic writes data to a complete, synced temporary file beside
+// path, renames it over path, and syncs the directory.
+func writeAtomic(path string, data []byte) error {
 	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, filepath.Base(path)+".tmp*")
+	tmp, ok, err := writeUnnamed(dir, tempPrefix(path), data)
+	if !ok {
+		tmp, err = writeNamed(dir, tempPrefix(path), data)
+	}
 	if err != nil {
-		return fmt.Errorf("trainer: checkpoint: %w", err)
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	if d, err := os.Open(dir); err == nil { // make the rename durable
+		d.Sync()
+		d.Close()
+	}
+	return nil
+}
+
+// writeNamed writes data to a new file dir/PREFIXNNN, synced, and returns
+// its name. A crash before it returns leaves a torn file there, which
+// removeStaleTemps finds by its name.
+func writeNamed(dir, prefix string, data []byte) (name string, err error) {
+	f, err := os.CreateTemp(dir, prefix+"*")
+	if err != nil {
+		return "", err
 	}
 	defer func() {
 		if err != nil {
 			f.Close()
 			os.Remove(f.Name())
-			err = fmt.Errorf("trainer: checkpoint %s: %w", path, err)
 		}
 	}()
-	if err = c.Encode(f); err != nil {
-		return err
+	if _, err = f.Write(data); err != nil {
+		return "", err
 	}
 	if err = f.Sync(); err != nil {
-		return err
+		return "", err
 	}
-	if err = f.Close(); err != nil {
-		return err
+	return f.Name(), f.Close()
+}
+
+// removeStaleTemps removes path's temporary files (PATH.tmp followed by
+// digits, regular files) that a writer killed mid-write left behind, and
+// returns their names. With one writer per path, any such file is stale.
+func removeStaleTemps(path string) []string {
+	dir, prefix := filepath.Dir(path), tempPrefix(path)
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
 	}
-	if err = os.Rename(f.Name(), path); err != nil {
-		return err
+	var removed []string
+	for _, e := range ents {
+		rest, ok := strings.CutPrefix(e.Name(), prefix)
+		if !ok || rest == "" || strings.Trim(rest, "0123456789") != "" || !e.Type().IsRegular() {
+			continue
+		}
+		if name := filepath.Join(dir, e.Name()); os.Remove(name) == nil {
+			removed = append(removed, name)
+		}
 	}
-	if d, derr := os.Open(dir); derr == nil { // make the rename durable
-		d.Sync()
-		d.Close()
-	}
-	return nil
+	return removed
 }

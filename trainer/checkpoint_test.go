@@ -83,3 +83,49 @@ func TestFingerprintDiff(t *testing.T) {
 		t.Errorf("dp device count should not matter: %v", d)
 	}
 }
+
+// TestCheckpointTornTemp: a writer killed mid-write leaves a torn
+// PATH.tmpNNN (only where O_TMPFILE is missing: it is simulated here);
+// the next WriteFile removes it, leaving other files alone, and the
+// checkpoint reads back whole. The write path itself leaves no temporary
+// file, with O_TMPFILE and without.
+func TestCheckpointTornTemp(t *testing.T) {
+	for _, unnamed := range []bool{true, false} {
+		useUnnamed = unnamed
+		t.Cleanup(func() { useUnnamed = true })
+		dir := t.TempDir()
+		path := filepath.Join(dir, "run.ckpt")
+		ck := &Checkpoint{Model: []byte("model"), Optimizer: []byte("opt"), Meta: CheckpointMeta{Version: 1, Steps: 1}}
+		if err := ck.WriteFile(path); err != nil {
+			t.Fatal(err)
+		}
+		var buf bytes.Buffer
+		ck.Encode(&buf)
+		torn := path + ".tmp123456"
+		keep := []string{path + ".tmpl", path + ".tmp12x", filepath.Join(dir, "other.ckpt.tmp99")}
+		for _, name := range append(keep, torn) {
+			if err := os.WriteFile(name, buf.Bytes()[:buf.Len()/2], 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		ck.Meta.Steps = 2
+		if err := ck.WriteFile(path); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := os.Stat(torn); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("O_TMPFILE %v: the torn temporary file is still there (%v)", unnamed, err)
+		}
+		for _, name := range keep {
+			if _, err := os.Stat(name); err != nil {
+				t.Fatalf("%s, not a temporary file of %s, was removed", name, path)
+			}
+		}
+		if left, _ := filepath.Glob(path + ".tmp[0-9]*"); len(left) != 1 { // tmp12x
+			t.Fatalf("O_TMPFILE %v: left %v", unnamed, left)
+		}
+		got, err := ReadCheckpoint(path)
+		if err != nil || got.Meta.Steps != 2 {
+			t.Fatalf("O_TMPFILE %v: read back %+v, %v", unnamed, got, err)
+		}
+	}
+}

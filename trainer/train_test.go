@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math"
 	"net"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -15,6 +16,7 @@ import (
 	"github.com/loaderd/loaderd/client"
 	"github.com/loaderd/loaderd/internal/server"
 	"github.com/loaderd/loaderd/loader/format/synthetic"
+	"github.com/loaderd/loaderd/sampler"
 	"github.com/loaderd/loaderd/trainer"
 	"github.com/loaderd/loaderd/trainer/nn"
 )
@@ -224,5 +226,34 @@ func TestResumeRefusesOtherRun(t *testing.T) {
 	if !errors.Is(err, trainer.ErrCheckpoint) || !strings.Contains(err.Error(), "batch: checkpoint 16, now 32") ||
 		!strings.Contains(err.Error(), "seed: checkpoint 5, now 6") {
 		t.Errorf("err = %v", err)
+	}
+}
+
+// TestResumeBesideTornTemp: a run killed while writing its checkpoint
+// left a torn PATH.tmpNNN beside the last good checkpoint; the next run
+// resumes from that checkpoint and removes the torn file.
+func TestResumeBesideTornTemp(t *testing.T) {
+	c := startDaemon(t, 192, 64)
+	path := filepath.Join(t.TempDir(), "a.ckpt")
+	cfg := resumeConfig("dp", path)
+	cfg.MaxSteps = 2
+	if _, err := trainer.Train(context.Background(), c, cfg); err != nil {
+		t.Fatal(err)
+	}
+	good, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	torn := path + ".tmp4242"
+	if err := os.WriteFile(torn, good[:len(good)/3], 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg.MaxSteps = 3
+	res, err := trainer.Train(context.Background(), c, cfg)
+	if err != nil || res.Start != (sampler.Position{Batch: 2}) {
+		t.Fatalf("resumed run: %+v, %v; want a start at epoch 0 batch 2", res, err)
+	}
+	if _, err := os.Stat(torn); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the torn temporary file is still there (%v)", err)
 	}
 }

@@ -22,6 +22,7 @@ func convertMain(ctx context.Context, args []string) error {
 	fs.Int64Var(&o.Shard, "shard", 0, "samples per shard (directory output; 0: one shard)")
 	fs.IntVar(&o.Workers, "workers", 0, "decoding goroutines (default GOMAXPROCS)")
 	fs.StringVar(&onError, "on-error", "fail", "unreadable samples: fail, or skip (leave out and list)")
+	fs.BoolVar(&o.Overwrite, "overwrite", false, "replace an output that exists and is not empty")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

@@ -27,6 +27,10 @@ type Options struct {
 	Workers   int                // decoding goroutines; 0: GOMAXPROCS
 	OnError   loader.ErrorPolicy // fail (default), or skip: leave unreadable samples out and list them
 	Progress  io.Writer          // a one-line progress bar, redrawn with \r; nil: none
+	// Overwrite replaces an output that exists and is not empty (an
+	// empty directory or file is replaced either way); without it such
+	// an output is an ErrExists error, before anything is read.
+	Overwrite bool
 }
 
 // Summary says what a conversion did.
@@ -82,8 +86,11 @@ var ErrOptions = errors.New("convert: invalid options")
 
 // Run converts o.From into o.To. Samples keep their order (minus skipped
 // ones), so sample i of the output is sample i of the source when none is
-// skipped. Files are written under a temporary name and renamed when
-// complete; on error or cancellation nothing partial is left.
+// skipped. The output is written into a new directory created next to it
+// (exclusively, with a random name: nothing there is followed or
+// overwritten) and moved into place when complete, replacing an old
+// output in one step where the system allows (see install); on error or
+// cancellation nothing partial is left, and the old output is untouched.
 func Run(ctx context.Context, o Options) (Summary, error) {
 	start := time.Now()
 	out, ok := strings.CutPrefix(o.To, "arrow:")
@@ -96,6 +103,10 @@ func Run(ctx context.Context, o Options) (Summary, error) {
 	}
 	if o.Shard < 0 || o.BatchRows < 0 || o.Workers < 0 {
 		return Summary{}, fmt.Errorf("%w: negative shard, batch rows or workers", ErrOptions)
+	}
+	// Refused now rather than after the conversion; install checks again.
+	if err := checkOutput(out, o.Overwrite); err != nil {
+		return Summary{}, err
 	}
 	src, err := loader.Open(o.From)
 	if err != nil {
@@ -111,10 +122,14 @@ func Run(ctx context.Context, o Options) (Summary, error) {
 		return Summary{}, fmt.Errorf("convert: %w", err)
 	}
 	s := Summary{From: o.From, To: o.To, Spec: spec, Classes: src.Classes()}
-	if !single {
-		if err := os.MkdirAll(out, 0o755); err != nil {
-			return s, fmt.Errorf("convert: %w", err)
-		}
+	stage, err := newStage(out)
+	if err != nil {
+		return s, err
+	}
+	defer os.RemoveAll(stage) // what is left of it: nothing, or the replaced output
+	target := stage
+	if single {
+		target = filepath.Join(stage, filepath.Base(out))
 	}
 	c := &converter{o: o, src: src, pipe: pipe, spec: spec, s: &s, start: start}
 	if c.workers = o.Workers; c.workers == 0 {
@@ -123,7 +138,16 @@ func Run(ctx context.Context, o Options) (Summary, error) {
 	if c.rows = o.BatchRows; c.rows == 0 {
 		c.rows = DefaultBatchRows
 	}
-	err = c.run(ctx, out, single)
+	err = c.run(ctx, target, single)
+	if err == nil {
+		err = install(target, out, o.Overwrite)
+	}
+	if err == nil {
+		for i, f := range s.Files { // named where they are now
+			rel, _ := filepath.Rel(target, f)
+			s.Files[i] = filepath.Join(out, rel)
+		}
+	}
 	s.Elapsed = time.Since(start)
 	c.progress(true)
 	return s, err
@@ -143,18 +167,18 @@ type converter struct {
 	part    *part
 }
 
-// part is an output file being written.
+// part is an output file being written, in the staging directory.
 type part struct {
-	name, tmp string
-	f         *os.File
-	w         *ArrowWriter
+	name string
+	f    *os.File
+	w    *ArrowWriter
 }
 
+// run writes the output at out (in the staging directory).
 func (c *converter) run(ctx context.Context, out string, single bool) (err error) {
 	defer func() {
-		if c.part != nil { // an error left a part open: drop it
+		if c.part != nil { // an error left a part open (Run removes the stage)
 			c.part.f.Close()
-			os.Remove(c.part.tmp)
 		}
 	}()
 	n := c.src.Len()
@@ -236,19 +260,19 @@ func (c *converter) decode(ch *chunk, lo, hi int64) {
 	wg.Wait()
 }
 
+// openPart creates a part file in the staging directory, which is new
+// and ours: O_EXCL all the same.
 func (c *converter) openPart(name string) error {
-	tmp := name + ".tmp"
-	f, err := os.Create(tmp)
+	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return fmt.Errorf("convert: %w", err)
 	}
 	w, err := NewArrowWriter(f, c.spec, c.s.Classes, c.rows)
 	if err != nil {
 		f.Close()
-		os.Remove(tmp)
 		return err
 	}
-	c.part = &part{name: name, tmp: tmp, f: f, w: w}
+	c.part = &part{name: name, f: f, w: w}
 	return nil
 }
 
@@ -263,9 +287,6 @@ func (c *converter) closePart() error {
 	}
 	if cerr := p.f.Close(); err == nil {
 		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(p.tmp, p.name)
 	}
 	if err != nil {
 		return fmt.Errorf("convert: %s: %w", p.name, err)

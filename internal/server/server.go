@@ -191,11 +191,18 @@ func (s *Server) Shutdown(ctx context.Context) {
 	case <-ctx.Done():
 		s.log.Warn("graceful stop timed out; stopping hard")
 		s.grpc.Stop()
-		<-done
+		// Not <-done: GracefulStop waits for every handler, and one may be
+		// waiting for a worker stuck in a read that never returns.
 	}
-	s.pool.Close()
+	stuck := s.pool.CloseContext(ctx)
 	s.fds.close()
 	s.slots.close()
+	if stuck != nil {
+		// A stuck worker may still read the sources: they stay open, for
+		// the process's exit to release.
+		s.log.Warn("workers still busy at the shutdown deadline; leaving them to the exit", "err", stuck)
+		return
+	}
 	for _, d := range s.datasets {
 		d.Source.Close()
 	}

@@ -70,7 +70,7 @@ func open(spec string) (*source, error) {
 	if err != nil {
 		return nil, err
 	}
-	files, err := options.ShardFiles(o.Path, ".arrow")
+	files, err := o.ShardFiles(".arrow")
 	if err != nil {
 		return nil, err
 	}
@@ -317,13 +317,24 @@ func (a *source) Label(i int64) (int32, error) {
 	return a.labels[i], nil
 }
 
+// batch returns the record batch holding row i, 0 ≤ i < Len().
+func (a *source) batch(i int64) *arrowBatch {
+	k := sort.Search(len(a.batches), func(k int) bool { return a.batches[k].start > i }) - 1
+	return &a.batches[k]
+}
+
+// Name returns row i's file and row in it, as FILE#ROW.
+func (a *source) Name(i int64) string {
+	b := a.batch(i)
+	return a.files[b.file].path + "#" + strconv.FormatInt(b.row+i-b.start, 10)
+}
+
 // Sample returns a view of row i's pixels in the mapping; scratch is unused.
 func (a *source) Sample(i int64, _ []byte) (int32, []byte, error) {
 	if i < 0 || i >= a.Len() {
 		return 0, nil, &loader.RecordError{File: a.path, Record: i, Err: loader.ErrIndex}
 	}
-	k := sort.Search(len(a.batches), func(k int) bool { return a.batches[k].start > i }) - 1
-	b := &a.batches[k]
+	b := a.batch(i)
 	j := i - b.start
 	label := a.labels[i]
 	switch {

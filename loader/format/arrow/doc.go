@@ -15,5 +15,5 @@
 //
 // Import it for its side effect, as image/png is imported, to make the
 // format known to loader.Open. Its sources are safe for concurrent use and
-// implement loader.Labeler.
+// implement loader.Labeler and loader.Namer.
 package arrow

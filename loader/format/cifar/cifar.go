@@ -211,18 +211,28 @@ func (c *source) Classes() []string { return c.classes }
 // String names the source as cifar:PATH.
 func (c *source) String() string { return "cifar:" + c.path }
 
+// file returns the file holding sample i, 0 ≤ i < Len().
+func (c *source) file(i int64) *cifarFile {
+	for k := len(c.files) - 1; k > 0; k-- {
+		if i >= c.files[k].start {
+			return &c.files[k]
+		}
+	}
+	return &c.files[0]
+}
+
+// Name returns sample i's batch file and record in it, as FILE#RECORD.
+func (c *source) Name(i int64) string {
+	f := c.file(i)
+	return f.path + "#" + strconv.FormatInt(i-f.start, 10)
+}
+
 // Sample returns a view of record i in the mapped file; scratch is unused.
 func (c *source) Sample(i int64, _ []byte) (int32, []byte, error) {
 	if i < 0 || i >= c.n {
 		return 0, nil, &loader.RecordError{File: c.path, Record: i, Err: loader.ErrIndex}
 	}
-	f := &c.files[0]
-	for k := len(c.files) - 1; k > 0; k-- {
-		if i >= c.files[k].start {
-			f = &c.files[k]
-			break
-		}
-	}
+	f := c.file(i)
 	r := i - f.start
 	off := r * int64(c.record)
 	rec := f.data[off : off+int64(c.record)]

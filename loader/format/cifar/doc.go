@@ -13,5 +13,6 @@
 // no copy.
 //
 // Import it for its side effect, as image/png is imported, to make the
-// formats known to loader.Open. Its sources are safe for concurrent use.
+// formats known to loader.Open. Its sources are safe for concurrent use and
+// implement loader.Namer.
 package cifar

@@ -5,6 +5,8 @@ import (
 	"os"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/loaderd/loaderd/loader"
 )
 
 // populateLimit is the largest file whose page tables are filled at open.
@@ -14,7 +16,9 @@ import (
 const populateLimit = 1 << 30
 
 // Map maps path read-only. The mapping outlives the descriptor, so the
-// file is closed before returning.
+// file is closed before returning. It is registered with the loader, so
+// that a worker that faults reading it because the file shrank reports
+// loader.ErrFault instead of killing the process.
 func Map(path string) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -45,6 +49,7 @@ func Map(path string) ([]byte, error) {
 	}
 	// Records are read in shuffled order; readahead would only waste I/O.
 	_ = unix.Madvise(data, unix.MADV_RANDOM)
+	loader.RegisterMapping(data, path)
 	return data, nil
 }
 
@@ -53,5 +58,6 @@ func Unmap(b []byte) error {
 	if len(b) == 0 {
 		return nil
 	}
+	loader.UnregisterMapping(b)
 	return unix.Munmap(b)
 }
