@@ -49,9 +49,10 @@ type Report struct {
 	Len         int64
 	Spec        augment.Spec
 	Classes     []ClassCount
-	BadLabels   int64 // samples whose label could not be read or is out of range
-	SampleBytes int64 // one decoded sample
-	FileBytes   int64 // the dataset's files on disk; 0 when it has none
+	BadLabels   int64  // samples whose label could not be read or is out of range
+	SampleBytes int64  // one decoded sample
+	FileBytes   int64  // the dataset's files on disk; 0 when it has none
+	Decoder     string // the JPEG decoder of an encoded-image source, "" for others
 
 	Verified   bool
 	Unreadable int64
@@ -74,6 +75,9 @@ func Run(ctx context.Context, o Options) (Report, error) {
 	defer src.Close()
 	r := Report{Source: o.Source, Len: src.Len(), Spec: src.Spec(), SampleBytes: int64(src.Spec().Bytes()),
 		FileBytes: diskBytes(o.Source)}
+	if d, ok := src.(interface{ Decoder() string }); ok {
+		r.Decoder = d.Decoder()
+	}
 	if err := r.countClasses(ctx, src); err != nil {
 		return r, err
 	}
@@ -236,7 +240,11 @@ func (r Report) String() string {
 	if r.FileBytes > 0 {
 		fmt.Fprintf(&b, ", %s on disk", human(r.FileBytes))
 	}
-	fmt.Fprintf(&b, ")\nclasses  %d\n", len(r.Classes))
+	fmt.Fprintf(&b, ")\n")
+	if r.Decoder != "" {
+		fmt.Fprintf(&b, "decoder  %s\n", r.Decoder)
+	}
+	fmt.Fprintf(&b, "classes  %d\n", len(r.Classes))
 	width := 0
 	for _, c := range r.Classes {
 		width = max(width, len(c.Name))

@@ -15,6 +15,7 @@ import (
 	"github.com/loaderd/loaderd/loader"
 	_ "github.com/loaderd/loaderd/loader/format/all" // Source takes any format
 	"github.com/loaderd/loaderd/loader/format/synthetic"
+	"github.com/loaderd/loaderd/loader/imagedec"
 )
 
 const fixtures = "../../loader/testdata/formats/"
@@ -116,7 +117,8 @@ func TestContactSheetAugmented(t *testing.T) {
 // TestInspectUnreadable: verification counts the unreadable samples and
 // names them; the sheet still draws (in red where a sample fails).
 func TestInspectUnreadable(t *testing.T) {
-	r, err := Run(context.Background(), Options{Source: "folder:" + fixtures + "bad/images?size=8x6", Verify: true,
+	// decoder=go: libjpeg-turbo decodes corrupt.jpg's damaged scan without complaint.
+	r, err := Run(context.Background(), Options{Source: "folder:" + fixtures + "bad/images?size=8x6&decoder=go", Verify: true,
 		Sheet: filepath.Join(t.TempDir(), "s.png"), Augmented: true})
 	if err != nil {
 		t.Fatal(err)
@@ -145,6 +147,22 @@ func TestInspectCIFARJPEGs(t *testing.T) {
 	for _, c := range r.Classes {
 		if c.Count != 5000 {
 			t.Fatalf("class %s: %d samples, want 5000", c.Name, c.Count)
+		}
+	}
+}
+
+// TestInspectDecoder: the report names the JPEG decoder decoder= chose.
+func TestInspectDecoder(t *testing.T) {
+	for _, dec := range []string{"go", "turbo"} {
+		r, err := Run(context.Background(), Options{Source: "folder:../../loader/testdata/formats/folder?size=8x6&decoder=" + dec})
+		if dec == "turbo" && err != nil && imagedec.TurboAvailable() != nil {
+			continue // no libturbojpeg here: decoder=turbo is refused, rightly
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasPrefix(r.Decoder, dec+" (") || !strings.Contains(r.String(), "decoder  "+dec) {
+			t.Errorf("decoder=%s: report says %q:\n%s", dec, r.Decoder, r)
 		}
 	}
 }

@@ -35,6 +35,12 @@ var (
 // before anything is allocated for it: 64 Mpx, 192 MiB as RGB.
 const DefaultMaxPixels = 1 << 26
 
+// DefaultMaxBytes bounds the size of one encoded image (a file of a
+// folder, a member of a tar, a cell of a Parquet column), checked before
+// it is read or decoded: 64 MiB, far above any real training image, far
+// below what one worker should read for one sample.
+const DefaultMaxBytes = 64 << 20
+
 // imageExts are the file extensions the folder and tar formats read.
 var imageExts = map[string]bool{
 	".jpg": true, ".jpeg": true, ".jpe": true, ".png": true, ".gif": true,
@@ -114,11 +120,14 @@ type Config struct {
 // use: sources share them through a Pool, one per worker in practice. The
 // zero value refuses every image but reads headers (DecodeConfig).
 type Decoder struct {
-	H, W      int   // the size every image must have, or is resized to
-	MaxPixels int64 // 0 means DefaultMaxPixels
-	Resize    bool  // stretch images of another size to H×W
+	H, W      int     // the size every image must have, or is resized to
+	MaxPixels int64   // 0 means DefaultMaxPixels
+	Resize    bool    // stretch images of another size to H×W
+	Backend   Backend // the JPEG decoder; the zero value is GoJPEG
 
 	jpeg   jpegdec.Decoder
+	tj     *turboHandle // Backend TurboJPEG's decompressor, made on first use
+	cmyk   []byte       // a CMYK JPEG before conversion (TurboJPEG)
 	br     bytes.Reader
 	native []byte // an image at its own size, before resizing
 	rs     resizer
@@ -169,6 +178,9 @@ func (d *Decoder) config(data []byte) (f int, cfg Config, err error) {
 // HWC. Errors wrap ErrFormat, ErrSize, ErrTooLarge, loader.ErrCorrupt or
 // loader.ErrTruncated.
 func (d *Decoder) Decode(data []byte, dst []byte) (err error) {
+	if d.Backend == TurboJPEG && sniff(data) == fmtJPEG {
+		return d.decodeTurbo(data, dst)
+	}
 	f, cfg, err := d.config(data)
 	if err != nil {
 		return err
@@ -214,14 +226,11 @@ func (d *Decoder) Decode(data []byte, dst []byte) (err error) {
 	if !d.Resize || b.Empty() {
 		return fmt.Errorf("%w: %s frame is %dx%d, want %dx%d", ErrSize, cfg.Format, b.Dx(), b.Dy(), d.W, d.H)
 	}
-	n := b.Dx() * b.Dy() * 3
-	if cap(d.native) < n {
-		d.native = make([]byte, n)
-	}
-	if err := toRGB(d.native[:n], img); err != nil {
+	native := d.nativeBuf(b.Dx() * b.Dy() * 3)
+	if err := toRGB(native, img); err != nil {
 		return err
 	}
-	d.rs.resize(dst[:d.H*d.W*3], d.native[:n], b.Dy(), b.Dx(), d.H, d.W)
+	d.rs.resize(dst[:d.H*d.W*3], native, b.Dy(), b.Dx(), d.H, d.W)
 	return nil
 }
 
@@ -246,11 +255,13 @@ func (d *Decoder) check(cfg Config) error {
 // decodeError classifies a decoder's error: a cut-off image is truncated,
 // anything else corrupt. Some decoders flatten io.ErrUnexpectedEOF into
 // their own message ("png: invalid format: unexpected EOF", image/jpeg's
-// "short Huffman data"), hence the text match.
+// "short Huffman data", libjpeg's "Premature end of JPEG file"), hence
+// the text match.
 func decodeError(what string, err error) error {
 	msg := err.Error()
 	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) ||
-		strings.Contains(msg, "unexpected EOF") || strings.Contains(msg, "short Huffman data") {
+		strings.Contains(msg, "unexpected EOF") || strings.Contains(msg, "short Huffman data") ||
+		strings.Contains(msg, "Premature end") {
 		return fmt.Errorf("%w: %s: %w", loader.ErrTruncated, what, err)
 	}
 	return fmt.Errorf("%w: %s: %w", loader.ErrCorrupt, what, err)

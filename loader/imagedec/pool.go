@@ -18,6 +18,7 @@ type Pool struct {
 	h, w      int
 	maxPixels int64
 	resize    bool
+	backend   Backend
 	pool      sync.Pool
 }
 
@@ -25,6 +26,26 @@ type Pool struct {
 // declare more than maxPixels and, unless resize, images of another size.
 func NewPool(h, w int, maxPixels int64, resize bool) *Pool {
 	return &Pool{h: h, w: w, maxPixels: maxPixels, resize: resize}
+}
+
+// WithBackend sets the JPEG decoder of the pool's decoders (GoJPEG
+// unless set; see ChooseBackend) and returns p. Call it before the first
+// Decode.
+func (p *Pool) WithBackend(b Backend) *Pool {
+	p.backend = b
+	return p
+}
+
+// Backend returns the pool's JPEG decoder.
+func (p *Pool) Backend() Backend { return p.backend }
+
+// DecoderName describes the pool's JPEG decoder for people: "turbo
+// (LIBRARY FILE)" or "go (internal/jpegdec)".
+func (p *Pool) DecoderName() string {
+	if p.backend == TurboJPEG {
+		return "turbo (" + TurboPath() + ")"
+	}
+	return "go (internal/jpegdec)"
 }
 
 // Spec returns what Decode writes: H×W×3 U8 HWC.
@@ -41,7 +62,7 @@ func (p *Pool) Decode(data, scratch []byte) ([]byte, error) {
 	}
 	d, _ := p.pool.Get().(*Decoder)
 	if d == nil {
-		d = &Decoder{H: p.h, W: p.w, MaxPixels: p.maxPixels, Resize: p.resize}
+		d = &Decoder{H: p.h, W: p.w, MaxPixels: p.maxPixels, Resize: p.resize, Backend: p.backend}
 	}
 	err := d.Decode(data, scratch[:need])
 	p.pool.Put(d)

@@ -3,10 +3,12 @@ package loadertest
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"image"
 	"image/color"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -42,6 +44,48 @@ func CIFARJPEGTar(t testing.TB) string {
 		t.Skipf("skipped: %s is absent (the real CIFAR-10 JPEGs; see ../shared/data/README.md)", p)
 	}
 	return p
+}
+
+// LargeImagesTar returns the path of the large-image set that
+// scripts/make-large-images.py makes (3,000 ImageNet-sized JPEGs cut from
+// Debian's background photographs), making it on first use in the user's
+// cache directory. Without Debian's python3-pil or the photographs it
+// skips the test, or fails it where LOADERD_REQUIRE_TURBO=1 (CI).
+func LargeImagesTar(t testing.TB) string {
+	t.Helper()
+	p, err := MakeLargeImages(filepath.Join(root, "scripts", "make-large-images.py"))
+	if err != nil {
+		if os.Getenv("LOADERD_REQUIRE_TURBO") == "1" {
+			t.Fatalf("LOADERD_REQUIRE_TURBO=1: %v", err)
+		}
+		t.Skipf("skipped: %v", err)
+	}
+	return p
+}
+
+// LargeImagesVersion names the set's file: change it with the script.
+const LargeImagesVersion = "large-images-v1.tar"
+
+// MakeLargeImages runs script (scripts/make-large-images.py) unless its
+// output is in the cache already, and returns the tar's path.
+func MakeLargeImages(script string) (string, error) {
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		dir = os.TempDir()
+	}
+	dir = filepath.Join(dir, "loaderd")
+	p := filepath.Join(dir, LargeImagesVersion)
+	if _, err := os.Stat(p); err == nil {
+		return p, nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	out, err := exec.Command("/usr/bin/python3", script, p).CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("%s: %v: %s (scripts/jpeg-setup.sh installs what it needs)", script, err, out)
+	}
+	return p, nil
 }
 
 // CIFAR10Classes are CIFAR-10's class names, in label order.

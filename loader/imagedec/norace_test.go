@@ -1,0 +1,5 @@
+//go:build !race
+
+package imagedec
+
+const raceEnabled = false

@@ -1,0 +1,140 @@
+package imagedec
+
+import (
+	"bytes"
+	"fmt"
+	"image/color"
+	"strings"
+
+	"github.com/loaderd/loaderd/loader"
+)
+
+// decodeTurbo is Decode for a JPEG with the TurboJPEG backend. The header
+// is TurboJPEG's own parse; the size is checked against MaxPixels and the
+// dataset's before anything is decoded, and every buffer handed to C is
+// sized from that header exactly.
+func (d *Decoder) decodeTurbo(data, dst []byte) error {
+	if err := d.turboReady(); err != nil {
+		return err
+	}
+	t := d.tj
+	if err := d.turboHeader(data); err != nil {
+		return err
+	}
+	w, h := int(t.width), int(t.height)
+	if err := d.check(Config{Format: "jpeg", Width: w, Height: h}); err != nil {
+		return err
+	}
+	if len(dst) < d.H*d.W*3 {
+		return fmt.Errorf("imagedec: buffer of %d bytes for a %dx%d RGB image", len(dst), d.W, d.H)
+	}
+	out := dst[:d.H*d.W*3]
+	resize := w != d.W || h != d.H
+	if resize {
+		out = d.nativeBuf(w * h * 3)
+	}
+	if err := d.turboRGB(data, out, w, h); err != nil {
+		return err
+	}
+	if resize {
+		d.rs.resize(dst[:d.H*d.W*3], out, h, w, d.H, d.W)
+	}
+	return nil
+}
+
+// turboHeader reads the header into d.tj. TurboJPEG 2.1's header call
+// refuses the chroma subsamplings it has no name for (4:1:0 and other
+// rare ones) although libjpeg decodes them: then the size and colour space
+// come from the Go decoder's header parse, and tjDecompress2 decodes.
+func (d *Decoder) turboHeader(data []byte) error {
+	t := d.tj
+	err := t.header(data)
+	if err == nil {
+		return nil
+	}
+	if !strings.Contains(err.Error(), "subsampling type") {
+		return turboError("jpeg header", data, err)
+	}
+	c, gerr := d.jpeg.DecodeConfig(data)
+	if gerr != nil {
+		return turboError("jpeg header", data, err)
+	}
+	t.width, t.height, t.colors = int32(c.Width), int32(c.Height), tjCSYCbCr
+	if c.ColorModel == color.CMYKModel {
+		t.colors = tjCSCMYK
+	}
+	return nil
+}
+
+// turboError classifies a TurboJPEG failure: loader.ErrTruncated when
+// libjpeg ran out of data or the file lacks its final EOI marker (cut
+// off; libjpeg then reads its own fake EOI and fails on whatever it was
+// parsing), loader.ErrCorrupt otherwise.
+func turboError(what string, data []byte, err error) error {
+	if !bytes.HasSuffix(data, []byte{0xff, 0xd9}) {
+		return fmt.Errorf("%w: %s: %w", loader.ErrTruncated, what, err)
+	}
+	return decodeError(what, err)
+}
+
+// turboReady makes the decoder's tjhandle on first use.
+func (d *Decoder) turboReady() error {
+	if d.tj != nil {
+		return nil
+	}
+	lib, err := loadTurbo()
+	if err != nil {
+		return err
+	}
+	d.tj, err = newTurboHandle(lib)
+	return err
+}
+
+// nativeBuf returns the decoder's buffer for an image at its own size.
+func (d *Decoder) nativeBuf(n int) []byte {
+	if cap(d.native) < n {
+		d.native = make([]byte, n)
+	}
+	return d.native[:n]
+}
+
+// turboRGB decodes the image whose header t holds into out, exactly
+// w·h·3 bytes, at the scaled size w×h. Greyscale is expanded to RGB by
+// libjpeg (each value three times, as PIL's convert("RGB")); CMYK and
+// YCCK are decoded to CMYK and converted as PIL does (see cmykToRGB).
+func (d *Decoder) turboRGB(data, out []byte, w, h int) error {
+	t := d.tj
+	if len(out) != w*h*3 {
+		return fmt.Errorf("imagedec: turbo output of %d bytes for %dx%d", len(out), w, h)
+	}
+	if t.colors == tjCSCMYK || t.colors == tjCSYCCK {
+		n := w * h * 4
+		if cap(d.cmyk) < n {
+			d.cmyk = make([]byte, n)
+		}
+		if err := t.decompress(data, d.cmyk[:n], w, h, w*4, tjPFCMYK); err != nil {
+			return turboError("jpeg", data, err)
+		}
+		cmykToRGB(out, d.cmyk[:n])
+		return nil
+	}
+	if err := t.decompress(data, out, w, h, w*3, tjPFRGB); err != nil {
+		return turboError("jpeg", data, err)
+	}
+	return nil
+}
+
+// cmykToRGB is what PIL does with a CMYK JPEG: it reads libjpeg's values
+// as inverted CMYK (rawmode "CMYK;I", Adobe's convention, which PIL
+// assumes for every CMYK JPEG), and convert("RGB") computes
+// R = nk - nk·C/255 with nk = 255 - K (Pillow's cmyk2rgb and MULDIV255).
+func cmykToRGB(dst, src []byte) {
+	for i, j := 0, 0; j+3 < len(src) && i+2 < len(dst); i, j = i+3, j+4 {
+		nk := int(src[j+3]) // 255 - K where K = 255 - raw
+		for c := range 3 {
+			v := (255 - int(src[j+c])) * nk
+			v += 128
+			dst[i+c] = uint8(nk - ((v>>8)+v)>>8)
+		}
+	}
+}
