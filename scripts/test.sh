@@ -9,6 +9,9 @@ export PATH="$PATH:$(go env GOPATH)/bin"
 # Compiling every CUDA kernel with NVRTC is a test, not an optional extra
 # (scripts/nvrtc-setup.sh installs it).
 export LOADERD_REQUIRE_NVRTC="${LOADERD_REQUIRE_NVRTC:-1}"
+# The same for libjpeg-turbo: the JPEG tests compare its pixels with PIL's
+# (scripts/jpeg-setup.sh installs it).
+export LOADERD_REQUIRE_TURBO="${LOADERD_REQUIRE_TURBO:-1}"
 
 # What the tests need; each step is quick when already done.
 # grpcurl is the outside client the reflection and health test drives.
@@ -20,6 +23,16 @@ command -v grpcurl >/dev/null || go install github.com/fullstorydev/grpcurl/cmd/
 ./scripts/nvrtc-setup.sh
 # Debian's torch, torchvision, grpcio, numpy and pytest for the Python client.
 ./scripts/python-setup.sh
+# Open MPI: the multi-process trainer tests run `mpirun -n 2` (as root here).
+./scripts/mpi-setup.sh
+export LOADERD_REQUIRE_MPI="${LOADERD_REQUIRE_MPI:-1}"
+# libturbojpeg0 (the JPEG decoder PIL's libjpeg-turbo matches) and the
+# photographs the large-image set is cut from.
+./scripts/jpeg-setup.sh
+# versitygw, the real S3 server the s3:// tests start on loopback; a test
+# that needs it fails rather than skips without it.
+./scripts/s3-setup.sh
+export LOADERD_REQUIRE_S3="${LOADERD_REQUIRE_S3:-1}"
 
 test -z "$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go') | grep -v '\.pb\.go$' || true)" \
   || { echo "gofmt would change:"; gofmt -l . | grep -v '\.pb\.go$'; exit 1; }

@@ -25,6 +25,8 @@ func serveMain(ctx context.Context, args []string) error {
 	fs.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", 0, "graceful stop deadline before a forced stop (default 10s)")
 	fs.StringVar(&cfg.OnError, "on-error", "", "unreadable samples: fail the stream (default), or skip them (counted and logged)")
 	fs.Int64Var(&cfg.MaxSkips, "max-skips", 0, "with --on-error skip, fail a stream after this many skips (0: no bound)")
+	fs.StringVar(&cfg.CacheDir, "cache-dir", "", "local cache of s3:// shards, whole files, one daemon per directory (default $LOADERD_CACHE_DIR, else ~/.cache/loaderd/shards)")
+	cacheBytes := fs.String("cache-bytes", "", "bound on --cache-dir, e.g. 200GiB (default: half its file system's free space)")
 	level := fs.String("log-level", "info", "log level: debug, info, warn, error")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -38,6 +40,11 @@ func serveMain(ctx context.Context, args []string) error {
 		return fmt.Errorf("serve: --unix-mode %q: want octal permissions such as 0660", *unixMode)
 	}
 	cfg.UnixMode = os.FileMode(mode)
+	if *cacheBytes != "" {
+		if cfg.CacheBytes, err = server.ParseBytes(*cacheBytes); err != nil {
+			return fmt.Errorf("serve: --cache-bytes: %w", err)
+		}
+	}
 	if *memLimit != "" {
 		if cfg.MemoryLimit, err = server.ParseBytes(*memLimit); err != nil {
 			return fmt.Errorf("serve: --memory-limit: %w", err)

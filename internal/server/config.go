@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/loaderd/loaderd/loader"
+	"github.com/loaderd/loaderd/loader/objstore"
 )
 
 // Config is `loaderd serve` as flags give it.
@@ -24,6 +25,8 @@ type Config struct {
 	ShutdownTimeout time.Duration
 	OnError         string // fail (the default) or skip unreadable samples
 	MaxSkips        int64  // with skip, fail a stream after this many; 0: no bound
+	CacheDir        string // local copies of s3:// shards; "": $LOADERD_CACHE_DIR, else the user's cache directory
+	CacheBytes      int64  // bound on CacheDir; 0: half its file system's free space
 }
 
 // DefaultDataset is served when no --dataset is given.
@@ -80,6 +83,9 @@ func (c *Config) Validate() error {
 	if c.MaxSkips < 0 {
 		errs = append(errs, fmt.Errorf("--max-skips %d is negative", c.MaxSkips))
 	}
+	if c.CacheBytes < 0 {
+		errs = append(errs, fmt.Errorf("--cache-bytes %d is negative", c.CacheBytes))
+	}
 	if c.UnixMode&^os.ModePerm != 0 {
 		errs = append(errs, fmt.Errorf("--unix-mode %o: want permission bits only, e.g. 0660", c.UnixMode))
 	}
@@ -94,6 +100,11 @@ func (c *Config) Validate() error {
 
 // OpenDatasets opens every --dataset, closing what it opened on failure.
 func (c *Config) OpenDatasets() ([]*Dataset, error) {
+	if c.CacheDir != "" || c.CacheBytes != 0 {
+		// Process-wide, as the format registry is: every s3:// dataset
+		// shares the node's one cache.
+		objstore.SetCache(c.CacheDir, c.CacheBytes)
+	}
 	var out []*Dataset
 	for _, d := range c.Datasets {
 		name, spec, _ := strings.Cut(d, "=")

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 
 	"github.com/loaderd/loaderd/augment"
 	"github.com/loaderd/loaderd/loader"
@@ -27,22 +28,26 @@ func init() {
 // to directories inside a class are not. Hidden files and directories (".name") and plain files
 // directly in ROOT are not part of the layout and are ignored; any other
 // file must have an image extension (.jpg .jpeg .jpe .png .gif .bmp .tif
-// .tiff .webp), and every class must hold an image. Images are decoded on
-// each Sample into the worker's scratch. It is safe for concurrent use.
+// .tiff .webp), and every class must hold an image. Only regular files
+// (or links to them) are read: a FIFO, device or socket in the tree fails
+// the open, and one that appears later fails its sample, without ever
+// blocking a worker. Images are decoded on each Sample into the worker's
+// scratch. It is safe for concurrent use.
 //
 // The options are in the package documentation.
 type source struct {
-	root    string
-	classes []string
-	files   []string // relative to root
-	labels  []int32
-	dec     *imagedec.Pool
-	bufs    sync.Pool // *[]byte file buffers, one per worker in practice
+	root     string
+	classes  []string
+	files    []string // relative to root
+	labels   []int32
+	dec      *imagedec.Pool
+	maxBytes int64     // maxbytes=: the largest file read
+	bufs     sync.Pool // *[]byte file buffers, one per worker in practice
 }
 
 // open indexes the folder named by spec, "ROOT[?OPTIONS]".
 func open(spec string) (*source, error) {
-	o, err := options.Parse("folder", spec, "size", "maxpixels", "resize")
+	o, err := options.Parse("folder", spec, "size", "maxpixels", "resize", "maxbytes", "decoder")
 	if err != nil {
 		return nil, err
 	}
@@ -50,21 +55,36 @@ func open(spec string) (*source, error) {
 	if err != nil {
 		return nil, err
 	}
+	backend, err := o.Backend()
+	if err != nil {
+		return nil, err
+	}
 	f := &source{root: o.Path}
+	if f.maxBytes, err = o.MaxBytes(); err != nil {
+		return nil, err
+	}
 	if err := f.index(); err != nil {
 		return nil, err
 	}
-	if h == 0 {
-		first := filepath.Join(f.root, f.files[0])
-		data, err := os.ReadFile(first)
+	if o.AnySize() {
+		if resize {
+			return nil, o.Errorf("size=any keeps each image's size; resize=bilinear needs a size")
+		}
+		if o.Get("maxpixels") == "" {
+			maxPx = imagedec.AnySizeMaxPixels // a worker's scratch holds one
+		}
+	} else if h == 0 {
+		first := f.Path(0)
+		var buf []byte
+		data, err := readFileInto(first, &buf, f.maxBytes)
 		if err == nil {
 			h, w, err = imagedec.Size(data, maxPx)
 		}
 		if err != nil {
-			return nil, &loader.RecordError{File: first, Record: 0, Err: err}
+			return nil, &loader.RecordError{File: first, Record: -1, Err: err}
 		}
 	}
-	f.dec = imagedec.NewPool(h, w, maxPx, resize)
+	f.dec = imagedec.NewPool(h, w, maxPx, resize).WithBackend(backend)
 	return f, nil
 }
 
@@ -101,6 +121,10 @@ func (f *source) index() error {
 			}
 			if d.IsDir() {
 				return nil
+			}
+			// A link is checked when read, on the file it leads to.
+			if t := d.Type(); !t.IsRegular() && t&fs.ModeSymlink == 0 {
+				return &loader.RecordError{File: p, Record: -1, Err: notRegular(t)}
 			}
 			if !imagedec.IsImageName(p) {
 				return &loader.RecordError{File: p, Record: -1, Err: fmt.Errorf("%w %q", imagedec.ErrExtension, filepath.Ext(p))}
@@ -141,6 +165,9 @@ func (f *source) Spec() augment.Spec { return f.dec.Spec() }
 // Classes returns the class directory names, sorted.
 func (f *source) Classes() []string { return f.classes }
 
+// Decoder names the JPEG decoder (decoder=), for loaderd inspect.
+func (f *source) Decoder() string { return f.dec.DecoderName() }
+
 // String names the source as folder:ROOT.
 func (f *source) String() string { return "folder:" + f.root }
 
@@ -149,6 +176,9 @@ func (f *source) Close() error { return nil }
 
 // Path returns the path of image i.
 func (f *source) Path(i int64) string { return filepath.Join(f.root, f.files[i]) }
+
+// Name returns the path of image i.
+func (f *source) Name(i int64) string { return f.Path(i) }
 
 // Label returns the label of sample i without decoding it.
 func (f *source) Label(i int64) (int32, error) {
@@ -163,17 +193,21 @@ func (f *source) Sample(i int64, scratch []byte) (int32, []byte, error) {
 	if i < 0 || i >= f.Len() {
 		return 0, nil, &loader.RecordError{File: f.root, Record: i, Err: loader.ErrIndex}
 	}
+	if f.dec.Spec().H == 0 { // size=any: at the image's own size
+		label, pix, _, _, _, err := f.SampleSized(i, scratch, nil)
+		return label, pix, err
+	}
 	name := f.Path(i)
 	buf := f.getBuf()
 	defer f.bufs.Put(buf)
-	data, err := readFileInto(name, buf)
+	data, err := readFileInto(name, buf, f.maxBytes)
 	if err == nil {
 		var pix []byte
 		if pix, err = f.dec.Decode(data, scratch); err == nil {
 			return f.labels[i], pix, nil
 		}
 	}
-	return 0, nil, &loader.RecordError{File: name, Record: i, Err: err}
+	return 0, nil, &loader.RecordError{File: name, Record: -1, Err: err}
 }
 
 // getBuf lends a file buffer; Sample gives it back.
@@ -185,20 +219,41 @@ func (f *source) getBuf() *[]byte {
 	return &b
 }
 
-// readFileInto reads a whole file into *buf, growing it as needed.
-func readFileInto(name string, buf *[]byte) ([]byte, error) {
-	fh, err := os.Open(name)
+// readFileInto reads the regular file name, of at most limit bytes, into
+// *buf, growing it as needed. It opens before it checks, and checks the
+// file it opened (not the path, which a link or a rename could change in
+// between): O_NONBLOCK makes opening a FIFO return at once instead of
+// waiting for a writer (on a regular file it changes nothing), and fstat
+// then refuses anything but a regular file before a byte is read.
+func readFileInto(name string, buf *[]byte, limit int64) ([]byte, error) {
+	fh, err := os.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, err
 	}
 	defer fh.Close()
+	fi, err := fh.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, notRegular(fi.Mode())
+	}
+	if fi.Size() > limit {
+		return nil, options.TooLarge(fi.Size(), limit)
+	}
 	b := (*buf)[:0]
+	if int64(cap(b)) <= fi.Size() { // room for the file and the EOF check
+		b = make([]byte, 0, fi.Size()+512)
+	}
 	for {
 		if len(b) == cap(b) {
 			b = append(b, 0)[:len(b)]
 		}
 		n, err := fh.Read(b[len(b):cap(b)])
 		b = b[:len(b)+n]
+		if int64(len(b)) > limit { // it grew since the Stat
+			return nil, options.TooLarge(int64(len(b)), limit)
+		}
 		if err == io.EOF {
 			break
 		}
@@ -208,4 +263,20 @@ func readFileInto(name string, buf *[]byte) ([]byte, error) {
 	}
 	*buf = b
 	return b, nil
+}
+
+// notRegular is the error for a file of mode m, which is not regular.
+func notRegular(m fs.FileMode) error {
+	kind := "an irregular file"
+	switch {
+	case m&fs.ModeNamedPipe != 0:
+		kind = "a FIFO"
+	case m&fs.ModeSocket != 0:
+		kind = "a socket"
+	case m&fs.ModeDevice != 0:
+		kind = "a device"
+	case m.IsDir():
+		kind = "a directory"
+	}
+	return fmt.Errorf("%w: %s", loader.ErrNotRegular, kind)
 }

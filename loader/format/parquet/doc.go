@@ -15,9 +15,10 @@
 //
 //	image=COLUMN    default img, else image
 //	label=COLUMN    default label
-//	size=WxH, maxpixels=N, resize=bilinear   as for loader/format/folder
+//	size=WxH, maxpixels=N, resize=bilinear, maxbytes=N   as for loader/format/folder
+//	decoder=turbo|go                                     as for loader/format/folder
 //
 // Import it for its side effect, as image/png is imported, to make the
 // format known to loader.Open. Its sources are safe for concurrent use and
-// implement loader.Labeler.
+// implement loader.Labeler and loader.Namer.
 package parquet

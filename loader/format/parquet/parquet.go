@@ -38,11 +38,12 @@ type source struct {
 	labels  []int32 // -1 when null or out of range
 	classes []string
 	dec     *imagedec.Pool
+	max     int64 // maxbytes=: the largest image decoded
 }
 
 // open reads the files named by spec, "PATH[?OPTIONS]".
 func open(spec string) (*source, error) {
-	o, err := options.Parse("parquet", spec, "image", "label", "size", "maxpixels", "resize")
+	o, err := options.Parse("parquet", spec, "image", "label", "size", "maxpixels", "resize", "maxbytes", "decoder")
 	if err != nil {
 		return nil, err
 	}
@@ -50,11 +51,19 @@ func open(spec string) (*source, error) {
 	if err != nil {
 		return nil, err
 	}
-	files, err := options.ShardFiles(o.Path, ".parquet")
+	backend, err := o.Backend()
 	if err != nil {
 		return nil, err
 	}
-	p := &source{path: o.Path, files: files, offs: []int64{0}}
+	maxBytes, err := o.MaxBytes()
+	if err != nil {
+		return nil, err
+	}
+	files, err := o.ShardFiles(".parquet")
+	if err != nil {
+		return nil, err
+	}
+	p := &source{path: o.Path, files: files, offs: []int64{0}, max: maxBytes}
 	for _, name := range files {
 		p.starts = append(p.starts, int64(len(p.labels)))
 		if err := p.read(name, o.Get("image"), o.Str("label", "label")); err != nil {
@@ -84,11 +93,14 @@ func open(spec string) (*source, error) {
 		if first < 0 {
 			return nil, &loader.RecordError{File: o.Path, Record: -1, Err: fmt.Errorf("%w: every image is null", loader.ErrCorrupt)}
 		}
+		if n := int64(len(p.image(int64(first)))); n > p.max {
+			return nil, p.recordError(int64(first), options.TooLarge(n, p.max))
+		}
 		if h, w, err = imagedec.Size(p.image(int64(first)), maxPx); err != nil {
 			return nil, p.recordError(int64(first), err)
 		}
 	}
-	p.dec = imagedec.NewPool(h, w, maxPx, resize)
+	p.dec = imagedec.NewPool(h, w, maxPx, resize).WithBackend(backend)
 	return p, nil
 }
 
@@ -284,8 +296,19 @@ func (p *source) image(i int64) []byte { return p.arena[p.offs[i]:p.offs[i+1]] }
 
 // recordError names the file and the row within it.
 func (p *source) recordError(i int64, err error) error {
-	k := sort.Search(len(p.starts), func(k int) bool { return p.starts[k] > i }) - 1
+	k := p.file(i)
 	return &loader.RecordError{File: p.files[k], Record: i - p.starts[k], Err: err}
+}
+
+// file returns the index of the file holding row i.
+func (p *source) file(i int64) int {
+	return sort.Search(len(p.starts), func(k int) bool { return p.starts[k] > i }) - 1
+}
+
+// Name returns row i's file and row in it, as FILE#ROW.
+func (p *source) Name(i int64) string {
+	k := p.file(i)
+	return p.files[k] + "#" + strconv.FormatInt(i-p.starts[k], 10)
 }
 
 // Len returns the number of rows over all files.
@@ -296,6 +319,9 @@ func (p *source) Spec() augment.Spec { return p.dec.Spec() }
 
 // Classes returns the class names.
 func (p *source) Classes() []string { return p.classes }
+
+// Decoder names the JPEG decoder (decoder=), for loaderd inspect.
+func (p *source) Decoder() string { return p.dec.DecoderName() }
 
 // String names the source as parquet:PATH.
 func (p *source) String() string { return "parquet:" + p.path }
@@ -322,6 +348,9 @@ func (p *source) Sample(i int64, scratch []byte) (int32, []byte, error) {
 		return 0, nil, p.recordError(i, fmt.Errorf("%w: null image", loader.ErrCorrupt))
 	case label < 0 || int(label) >= len(p.classes):
 		return 0, nil, p.recordError(i, fmt.Errorf("%w: null, negative or over %d classes", loader.ErrLabel, len(p.classes)))
+	}
+	if n := p.offs[i+1] - p.offs[i]; n > p.max {
+		return 0, nil, p.recordError(i, options.TooLarge(n, p.max))
 	}
 	pix, err := p.dec.Decode(p.image(i), scratch)
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/loaderd/loaderd/loader"
 	"github.com/loaderd/loaderd/loader/format/synthetic"
 	_ "github.com/loaderd/loaderd/loader/format/tar" // the real CIFAR-10 JPEGs come as a tar
+	"github.com/loaderd/loaderd/loader/imagedec"
 	"github.com/loaderd/loaderd/loader/internal/loadertest"
 )
 
@@ -199,4 +200,38 @@ func TestFormatOptions(t *testing.T) {
 		"parquet:":                      "no path given",
 		"parquet:x.parquet?resize=nope": "the only resize is bilinear",
 	})
+}
+
+// TestParquetMaxBytes: an image over maxbytes= is refused before it is
+// decoded, naming the file and row.
+func TestParquetMaxBytes(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "x.parquet")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := convert.NewParquetWriter(f, "img", "label", []string{"a"}, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Write(loadertest.Fixture(t, "img/rgb.png"), "0.png", 0) // 88 bytes
+	w.Write(loadertest.Fixture(t, "img/rgb.jpg"), "1.jpg", 0) // 645 bytes
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	src, err := loader.Open("parquet:" + path + "?maxbytes=100")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	scratch := make([]byte, 8*6*3)
+	if _, _, err := src.Sample(0, scratch); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = src.Sample(1, scratch)
+	var re *loader.RecordError
+	if !errors.Is(err, imagedec.ErrTooLarge) || !errors.As(err, &re) || re.File != path || re.Record != 1 {
+		t.Fatalf("%v; want ErrTooLarge naming %s row 1", err, path)
+	}
 }

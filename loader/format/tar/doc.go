@@ -22,11 +22,22 @@
 // Options:
 //
 //	size=WxH, maxpixels=N, resize=bilinear   as for loader/format/folder
+//	size=any                          images of varying size, each kept at its
+//	                                  own (a loader.SizedSource, for a pipeline
+//	                                  opening with resize or crop ops); JPEGs
+//	                                  decode at the DCT scale the ops allow;
+//	                                  maxpixels defaults to 16 Mpx
+//	decoder=turbo|go                  as for loader/format/folder
+//	maxbytes=N                        refuse members of more bytes (default 64 MiB)
 //	layout=folder|webdataset          default: detected
 //	root=DIR                          folder layout: the directory above the classes
 //	image=EXT, label=EXT              webdataset fields (default: the image, cls)
 //
+// Only regular members are read; directories, links and devices are not
+// part of the layout. A member whose name is absolute or has a ".." element
+// fails the open, naming it: it could pose as a sample of another class.
+//
 // Import it for its side effect, as image/png is imported, to make the
 // format known to loader.Open. Its sources are safe for concurrent use and
-// implement loader.Labeler.
+// implement loader.Labeler and loader.Namer.
 package tar

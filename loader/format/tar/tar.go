@@ -32,6 +32,7 @@ type source struct {
 	samples []tarSample
 	classes []string
 	dec     *imagedec.Pool
+	max     int64 // maxbytes=: the largest member decoded
 }
 
 type tarShard struct {
@@ -48,7 +49,7 @@ type tarSample struct {
 
 // open indexes the shards named by spec, "PATH[?OPTIONS]".
 func open(spec string) (*source, error) {
-	o, err := options.Parse("tar", spec, "size", "maxpixels", "resize", "layout", "root", "image", "label")
+	o, err := options.Parse("tar", spec, "size", "maxpixels", "resize", "maxbytes", "decoder", "layout", "root", "image", "label")
 	if err != nil {
 		return nil, err
 	}
@@ -56,11 +57,19 @@ func open(spec string) (*source, error) {
 	if err != nil {
 		return nil, err
 	}
-	files, err := options.ShardFiles(o.Path, ".tar")
+	backend, err := o.Backend()
 	if err != nil {
 		return nil, err
 	}
-	t := &source{path: o.Path}
+	maxBytes, err := o.MaxBytes()
+	if err != nil {
+		return nil, err
+	}
+	files, err := o.ShardFiles(".tar")
+	if err != nil {
+		return nil, err
+	}
+	t := &source{path: o.Path, max: maxBytes}
 	members := make([][]tarMember, len(files))
 	for k, name := range files {
 		data, err := mmap.Map(name)
@@ -72,6 +81,13 @@ func open(spec string) (*source, error) {
 		if members[k], err = indexTar(bytes.NewReader(data), int64(len(data))); err != nil {
 			t.Close()
 			return nil, &loader.RecordError{File: name, Record: -1, Err: err}
+		}
+		for _, m := range members[k] {
+			if unsafeName(m.name) {
+				t.Close()
+				return nil, &loader.RecordError{File: name + "(" + m.name + ")", Record: -1, Err: fmt.Errorf(
+					"%w: the member name is absolute or has a .. element (it could pass for another class's member)", loader.ErrCorrupt)}
+			}
 		}
 	}
 	label := "." + strings.TrimPrefix(o.Str("label", "cls"), ".")
@@ -97,17 +113,42 @@ func open(spec string) (*source, error) {
 	if err == nil && len(t.samples) == 0 {
 		err = &loader.RecordError{File: o.Path, Record: -1, Err: fmt.Errorf("%w: no image member", loader.ErrEmptyClass)}
 	}
-	if err == nil && h == 0 {
-		if h, w, err = imagedec.Size(t.data(0), maxPx); err != nil {
-			err = &loader.RecordError{File: t.name(0), Record: 0, Err: err}
+	if o.AnySize() && o.Get("maxpixels") == "" {
+		maxPx = imagedec.AnySizeMaxPixels // a worker's scratch holds one
+	}
+	if err == nil && o.AnySize() && resize {
+		err = o.Errorf("size=any keeps each image's size; resize=bilinear needs a size")
+	}
+	if err == nil && h == 0 && !o.AnySize() {
+		if t.samples[0].size > t.max {
+			err = &loader.RecordError{File: t.name(0), Record: -1, Err: options.TooLarge(t.samples[0].size, t.max)}
+		} else if h, w, err = imagedec.Size(t.data(0), maxPx); err != nil {
+			err = &loader.RecordError{File: t.name(0), Record: -1, Err: err}
 		}
 	}
 	if err != nil {
 		t.Close()
 		return nil, err
 	}
-	t.dec = imagedec.NewPool(h, w, maxPx, resize)
+	t.dec = imagedec.NewPool(h, w, maxPx, resize).WithBackend(backend)
 	return t, nil
+}
+
+// unsafeName reports whether a member name is absolute or has a ".."
+// element. Nothing is extracted, but such a name means a careless or
+// hostile archive: train/../../x/cat/0.jpg would otherwise become a sample
+// of a class "..", and relabel every other one. Open refuses the archive,
+// naming the member, rather than leave it out unseen.
+func unsafeName(name string) bool {
+	if strings.HasPrefix(name, "/") {
+		return true
+	}
+	for _, e := range strings.Split(name, "/") {
+		if e == ".." {
+			return true
+		}
+	}
+	return false
 }
 
 // hiddenPath reports whether any element of a member name starts with '.'
@@ -270,6 +311,9 @@ func (t *source) name(i int64) string {
 // Member returns the shard and member name of sample i, as SHARD(MEMBER).
 func (t *source) Member(i int64) string { return t.name(i) }
 
+// Name returns sample i's member, as SHARD(MEMBER).
+func (t *source) Name(i int64) string { return t.name(i) }
+
 // Len returns the number of samples.
 func (t *source) Len() int64 { return int64(len(t.samples)) }
 
@@ -278,6 +322,9 @@ func (t *source) Spec() augment.Spec { return t.dec.Spec() }
 
 // Classes returns the class names.
 func (t *source) Classes() []string { return t.classes }
+
+// Decoder names the JPEG decoder (decoder=), for loaderd inspect.
+func (t *source) Decoder() string { return t.dec.DecoderName() }
 
 // String names the source as tar:PATH.
 func (t *source) String() string { return "tar:" + t.path }
@@ -298,9 +345,16 @@ func (t *source) Sample(i int64, scratch []byte) (int32, []byte, error) {
 	if t.shards[t.samples[i].shard].data == nil {
 		return 0, nil, &loader.RecordError{File: t.path, Record: i, Err: loader.ErrClosed}
 	}
+	if size := t.samples[i].size; size > t.max {
+		return 0, nil, &loader.RecordError{File: t.name(i), Record: -1, Err: options.TooLarge(size, t.max)}
+	}
+	if t.dec.Spec().H == 0 { // size=any: at the image's own size
+		label, pix, _, _, _, err := t.SampleSized(i, scratch, nil)
+		return label, pix, err
+	}
 	pix, err := t.dec.Decode(t.data(i), scratch)
 	if err != nil {
-		return 0, nil, &loader.RecordError{File: t.name(i), Record: i, Err: err}
+		return 0, nil, &loader.RecordError{File: t.name(i), Record: -1, Err: err}
 	}
 	return t.samples[i].label, pix, nil
 }

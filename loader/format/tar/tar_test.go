@@ -122,7 +122,7 @@ func TestTarWebDataset(t *testing.T) {
 	if !slices.Equal(labels, []int32{2, 0, 1}) || !slices.Equal(ts.Classes(), []string{"0", "1", "2"}) {
 		t.Fatalf("labels %v classes %v, want [2 0 1] [0 1 2]", labels, ts.Classes())
 	}
-	d := &imagedec.Decoder{H: 6, W: 8}
+	d := &imagedec.Decoder{H: 6, W: 8, Backend: ts.dec.Backend()}
 	for i, data := range [][]byte{jpg, png, png} {
 		want := make([]byte, 6*8*3)
 		if err := d.Decode(data, want); err != nil || !bytes.Equal(pix[i], want) {

@@ -1,6 +1,7 @@
 package options
 
 import (
+	"context"
 	"fmt"
 	"io/fs"
 	"net/url"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/loaderd/loaderd/loader"
 	"github.com/loaderd/loaderd/loader/imagedec"
+	"github.com/loaderd/loaderd/loader/objstore"
 )
 
 // Options are the options after '?' in FORMAT:PATH?KEY=VALUE&…, e.g.
@@ -30,6 +32,10 @@ func Parse(format, spec string, known ...string) (*Options, error) {
 	p, query, _ := strings.Cut(spec, "?")
 	if p == "" {
 		return nil, fmt.Errorf("%s: no path given (%s:PATH[?OPTIONS])", format, format)
+	}
+	if objstore.IsURL(p) {
+		// endpoint=, region=: where the shards' objects are.
+		known = append(slices.Clip(known), objstore.OptionKeys...)
 	}
 	vals, err := url.ParseQuery(query)
 	if err != nil {
@@ -65,7 +71,7 @@ func (o *Options) Errorf(format string, args ...any) error {
 // Size parses size=WxH (or size=N for N×N); 0, 0 when absent.
 func (o *Options) Size() (h, w int, err error) {
 	v := o.vals.Get("size")
-	if v == "" {
+	if v == "" || o.AnySize() {
 		return 0, 0, nil
 	}
 	ws, hs, square := strings.Cut(strings.ToLower(v), "x")
@@ -80,6 +86,10 @@ func (o *Options) Size() (h, w int, err error) {
 	return h, w, nil
 }
 
+// AnySize reports size=any: images of varying size, each kept at its own
+// (loader.SizedSource), for a pipeline that opens with resize or crop ops.
+func (o *Options) AnySize() bool { return strings.EqualFold(o.vals.Get("size"), "any") }
+
 // maxPixels parses maxpixels=N, the decompression-bomb bound.
 func (o *Options) maxPixels() (int64, error) {
 	v := o.vals.Get("maxpixels")
@@ -91,6 +101,26 @@ func (o *Options) maxPixels() (int64, error) {
 		return 0, o.Errorf("maxpixels=%s: want a positive pixel count", v)
 	}
 	return n, nil
+}
+
+// MaxBytes parses maxbytes=N, the most bytes one encoded image may have
+// (imagedec.DefaultMaxBytes when absent): formats check it before reading
+// or decoding an image, and refuse a larger one with imagedec.ErrTooLarge.
+func (o *Options) MaxBytes() (int64, error) {
+	v := o.vals.Get("maxbytes")
+	if v == "" {
+		return imagedec.DefaultMaxBytes, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n <= 0 {
+		return 0, o.Errorf("maxbytes=%s: want a positive number of bytes", v)
+	}
+	return n, nil
+}
+
+// TooLarge is the error for an encoded image of size bytes over limit.
+func TooLarge(size, limit int64) error {
+	return fmt.Errorf("%w: %d bytes, over maxbytes=%d", imagedec.ErrTooLarge, size, limit)
 }
 
 // resize parses resize=bilinear: images of another size are stretched to
@@ -120,6 +150,29 @@ func (o *Options) Decode() (h, w int, maxPx int64, resize bool, err error) {
 		return 0, 0, 0, false, err
 	}
 	return h, w, maxPx, resize, nil
+}
+
+// Backend parses decoder=turbo|go, the JPEG decoder (imagedec.ChooseBackend):
+// turbo is libjpeg-turbo, PIL's decoder; the default is turbo where
+// libturbojpeg.so.0 loads, Go's decoder elsewhere.
+func (o *Options) Backend() (imagedec.Backend, error) {
+	b, err := imagedec.ChooseBackend(o.vals.Get("decoder"))
+	if err != nil {
+		return b, o.Errorf("%v", err)
+	}
+	return b, nil
+}
+
+// ShardFiles expands the PATH of a sharded format (tar, Arrow, Parquet)
+// into local files: ShardFiles(o.Path, ext) for a local path, and for
+// s3://BUCKET/KEY, s3://BUCKET/PREFIX/, globs and {A..B} ranges over keys
+// the objects, fetched whole into the shard cache (loader/objstore), so
+// that the format maps them like any file. endpoint= and region= apply.
+func (o *Options) ShardFiles(ext string) ([]string, error) {
+	if !objstore.IsURL(o.Path) {
+		return ShardFiles(o.Path, ext)
+	}
+	return objstore.Shards(context.Background(), o.Path, ext, objstore.Options{Endpoint: o.Get("endpoint"), Region: o.Get("region")})
 }
 
 // ShardFiles expands a sharded format's PATH: a file, a directory (its

@@ -1,0 +1,5 @@
+//go:build !race
+
+package tar
+
+const raceEnabled = false

@@ -1,0 +1,27 @@
+// Package objstore makes objects in S3-compatible object storage local
+// files, so that the sharded formats (tar, Arrow, Parquet) read them
+// through a memory map exactly as they read files on disk.
+//
+// A dataset PATH of s3://BUCKET/KEY, s3://BUCKET/PREFIX/ (the objects
+// directly under the prefix with the format's extension), or a key with
+// glob characters (* ? [) or brace expansions ({000..009}, {a,b}) names
+// one or more shards. Each is fetched whole into a Cache: written under a
+// private name, flushed, checked against the object's size and ETag (its
+// MD5 where the ETag is one), and only then renamed to a name that holds
+// the ETag, so a file under a final name is always a complete, verified
+// copy, whatever kill -9 interrupts. Later opens (later epochs, a restarted
+// daemon) find the file and read nothing from the server.
+//
+// Credentials, region and endpoint come from the AWS SDK's default chain:
+// AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY/AWS_SESSION_TOKEN, AWS_PROFILE,
+// ~/.aws/config and ~/.aws/credentials (AWS_CONFIG_FILE,
+// AWS_SHARED_CREDENTIALS_FILE), web identity (EKS), instance metadata
+// (EC2), AWS_ENDPOINT_URL_S3 and AWS_REGION. The options endpoint= (an
+// S3-compatible server, addressed path-style) and region= override them
+// per dataset.
+//
+// Requests are retried with capped exponential backoff and jitter on
+// throttling (503 SlowDown), 5xx, connection resets and timeouts; a body
+// that ends early or stalls resumes with a ranged GET pinned to the ETag.
+// After the last attempt the error names the bucket and key (*Error).
+package objstore
