@@ -25,10 +25,30 @@
 // command lines and in the wire protocol, such as
 // "crop=32:4,flip=0.5,normalize=cifar10,out=f32:chw".
 //
+// # Images of any size
+//
+// The geometric ops follow torchvision's ImageNet transforms on PIL
+// images, and must open the chain:
+//
+//   - Resize scales the shorter side to Size (PIL's bilinear filter with
+//     its antialias, as torchvision's Resize).
+//   - CenterCrop cuts the central Size×Size window, padding with 0.
+//   - RandomResizedCrop draws a box with torchvision's rule and resizes it
+//     to Size×Size.
+//
+// They fold an input Spec of H = W = 0 (any size; U8 HWC) to a fixed
+// size; the rest of the chain runs as an ordinary fused pipeline over it.
+// DrawSized draws the params for an image's size (Params.Box is the box),
+// Scale picks a DCT scale a JPEG may be decoded at, and ApplySized and
+// ApplyScaled run both stages with a per-worker Scratch, allocating
+// nothing in steady state. The resampler performs Pillow's ImagingResample
+// operations exactly; the parity test holds it to torchvision's bytes.
+//
 // # Randomness
 //
-// Params (crop corner, flip) are data: Draw derives them from (seed, epoch,
-// dataset index) with a counter-based generator (splitmix64 finalisers over
+// Params (crop corner, flip, resized-crop box) are data: Draw derives them
+// from (seed, epoch, dataset index), and the box also from the image's
+// size, with a counter-based generator (splitmix64 finalisers over
 // the key, Lemire's unbiased bounded integers), so any worker, in any order,
 // after any restart, draws the same params for a sample.
 //

@@ -11,11 +11,16 @@ import (
 //
 //	ops       = [ op { "," op } ]
 //	op        = "crop=" SIZE [ ":" PADDING [ ":" FILL ] ]   RandomCrop; FILL is V or V/V/V (0..255)
+//	          | "resize=" SIZE                              Resize (shorter side)
+//	          | "center_crop=" SIZE                         CenterCrop
+//	          | "random_resized_crop=" SIZE [ ":" RANGE [ ":" RANGE ] ]
+//	                                                        RandomResizedCrop; scale, then ratio
 //	          | "flip" [ "=" P ]                            RandomHorizontalFlip, P defaults to 0.5
 //	          | "totensor"                                  ToTensor
 //	          | "normalize=" STATS                          Normalize
 //	          | "out=" PART [ ":" PART ]                    Output; a PART is a dtype or a layout
 //	STATS     = "cifar10" | "imagenet" | M{/M} ":" S{/S}    one value, or one per channel
+//	RANGE     = LO "-" HI
 //
 // Names are case-insensitive and blanks around items are ignored; the empty
 // string is the empty chain. As in torchvision recipes, where ToTensor and
@@ -45,6 +50,8 @@ func ParseOps(s string) ([]Op, error) {
 		switch name {
 		case "crop":
 			op, err = parseCrop(arg)
+		case "resize", "center_crop", "random_resized_crop":
+			op, err = parseGeo(name, arg)
 		case "flip":
 			op, err = parseFlip(arg, hasArg)
 		case "totensor":
@@ -67,7 +74,7 @@ func ParseOps(s string) ([]Op, error) {
 		case "":
 			return nil, syntaxError(item, "empty op")
 		default:
-			return nil, syntaxError(item, "unknown op (want crop, flip, totensor, normalize or out)")
+			return nil, syntaxError(item, "unknown op (want resize, center_crop, random_resized_crop, crop, flip, totensor, normalize or out)")
 		}
 		if err != nil {
 			return nil, syntaxError(item, err.Error())
@@ -103,6 +110,42 @@ func parseCrop(arg string) (Op, error) {
 				return nil, fmt.Errorf("bad fill %q (want 0..255)", f)
 			}
 			o.Fill = append(o.Fill, uint8(v))
+		}
+	}
+	return o, nil
+}
+
+func parseGeo(name, arg string) (Op, error) {
+	parts := strings.Split(arg, ":")
+	size, err := strconv.Atoi(parts[0])
+	if err != nil {
+		return nil, fmt.Errorf("bad size %q", parts[0])
+	}
+	switch name {
+	case "resize", "center_crop":
+		if len(parts) > 1 {
+			return nil, fmt.Errorf("want %s=SIZE", name)
+		}
+		if name == "resize" {
+			return Resize{Size: size}, nil
+		}
+		return CenterCrop{Size: size}, nil
+	}
+	if len(parts) > 3 {
+		return nil, fmt.Errorf("want random_resized_crop=SIZE[:SCALE_LO-SCALE_HI[:RATIO_LO-RATIO_HI]]")
+	}
+	o := RandomResizedCrop{Size: size, Scale: DefaultRRCScale, Ratio: DefaultRRCRatio}
+	for i, r := range parts[1:] {
+		lo, hi, ok := strings.Cut(r, "-")
+		a, err1 := strconv.ParseFloat(lo, 64)
+		b, err2 := strconv.ParseFloat(hi, 64)
+		if !ok || err1 != nil || err2 != nil {
+			return nil, fmt.Errorf("bad range %q (want LO-HI)", r)
+		}
+		if i == 0 {
+			o.Scale = [2]float64{a, b}
+		} else {
+			o.Ratio = [2]float64{a, b}
 		}
 	}
 	return o, nil

@@ -17,10 +17,13 @@ type Op interface {
 // Params are the random choices for one sample: where the crop window
 // starts in the padded image, and whether the result is mirrored. They refer
 // to the ops in declared order: with a flip declared before the crop, Left
-// is measured in the mirrored padded image.
+// is measured in the mirrored padded image. Box is the region of the input
+// image that a chain opening with geometric ops resamples (see DrawSized);
+// it is zero for other chains.
 type Params struct {
 	Top, Left int32
 	Flip      bool
+	Box       Box
 }
 
 // Pipeline is a folded, fused chain of ops. It is immutable after
@@ -39,6 +42,8 @@ type Pipeline struct {
 	// Per-channel tables from a pixel value to the output element's bits
 	// (little-endian in memory whatever the host), and the mapped fill.
 	// Only the one of the output's size is built.
+	sized *sized // a chain opening with geometric ops; nil for the others
+
 	lut8   *[3][256]uint8
 	lut16  *[3][256]uint16
 	lut32  *[3][256]uint32
@@ -54,7 +59,23 @@ const maxSide = 1 << 20
 // NewPipeline folds ops over in (a U8 image spec) once, checks the chain and
 // builds the kernel's lookup tables. Errors wrap ErrInvalidSpec or
 // ErrInvalidOp (an *OpError naming the op).
+//
+// A chain may open with geometric ops (resize, center_crop or
+// random_resized_crop); then in must be U8 HWC and may have H = W = 0, an
+// image of any size (see ApplySized).
 func NewPipeline(in Spec, ops ...Op) (*Pipeline, error) {
+	n := 0
+	for n < len(ops) && isGeo(ops[n]) {
+		n++
+	}
+	for i := n; i < len(ops); i++ {
+		if isGeo(ops[i]) {
+			return nil, &OpError{Index: i, Op: geoValue(ops[i]), Err: errText("resize and crop ops that take any size must open the chain")}
+		}
+	}
+	if n > 0 {
+		return newSized(in, ops, n)
+	}
 	if err := in.Validate(); err != nil {
 		return nil, kindError{err, ErrInvalidSpec}
 	}
@@ -161,7 +182,13 @@ func (p *Pipeline) String() string { return FormatOps(p.ops) }
 // a pure function of (seed, epoch, index), the same on any goroutine and any
 // run. Top and Left are uniform over the valid crop corners (0 without a
 // crop); Flip is true with the flip's probability (false without a flip).
+//
+// For a chain opening with geometric ops Draw is DrawSized at In()'s size;
+// on a variable-size pipeline it leaves Box zero.
 func (p *Pipeline) Draw(seed uint64, epoch, index int64) Params {
+	if p.sized != nil {
+		return p.DrawSized(seed, epoch, index, p.in.H, p.in.W)
+	}
 	var prm Params
 	key := drawKey(seed, epoch, index)
 	if p.crop {
@@ -222,6 +249,9 @@ func clamp(v, hi int) int { return min(max(v, 0), hi) }
 // another dst is written correctly but more slowly. Apply allocates nothing
 // and is safe for concurrent use with distinct dst.
 func (p *Pipeline) Apply(dst, src []byte, prm Params) error {
+	if p.sized != nil {
+		return p.applyFixed(dst, src, prm)
+	}
 	if err := p.checkBuffers(dst, src); err != nil {
 		return err
 	}

@@ -140,6 +140,21 @@ func encodeImage[T uint8 | float32](dst []byte, m image[T], s Spec) {
 // normalise, convert, transpose. It is the test oracle for the fused kernel
 // and allocates freely; use Apply for work.
 func (p *Pipeline) Reference(dst, src []byte, prm Params) error {
+	if p.sized != nil {
+		// The resampler is its own oracle's subject (the parity test
+		// against Pillow); the rest of the chain is checked here.
+		if p.Variable() || len(src) != p.in.Bytes() {
+			return errorf(ErrBufferSize, "augment: Reference needs a fixed-size input of %v", p.in)
+		}
+		pl, err := p.sized.geo.planFor(p.in.H, p.in.W, prm.Box)
+		if err != nil {
+			return err
+		}
+		var sc Scratch
+		mid := make([]byte, p.sized.inner.in.Bytes())
+		sc.resample(mid, src, p.in.H, p.in.W, p.in.C, pl)
+		return p.sized.inner.Reference(dst, mid, prm)
+	}
 	if len(src) != p.in.Bytes() || len(dst) < p.out.Bytes() {
 		return p.checkBuffers(dst, src)
 	}

@@ -15,6 +15,10 @@ const (
 	streamTop = iota
 	streamLeft
 	streamFlip
+	streamScale // random_resized_crop: area fraction of try j
+	streamRatio // and its log aspect ratio
+	streamBoxY  // the box's corner, once a try fits
+	streamBoxX
 )
 
 // mix64 is splitmix64's finaliser (Stafford's variant 13): a bijection of
@@ -55,6 +59,9 @@ func uniform(key, stream, n uint64) uint64 {
 }
 
 // unit returns a float64 uniform in [0, 1) with 53 random bits.
-func unit(key, stream uint64) float64 {
-	return float64(rand64(key, stream, 0)>>11) * 0x1p-53
+func unit(key, stream uint64) float64 { return unitAt(key, stream, 0) }
+
+// unitAt is unit for the stream's j-th value.
+func unitAt(key, stream, j uint64) float64 {
+	return float64(rand64(key, stream, j)>>11) * 0x1p-53
 }

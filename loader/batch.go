@@ -53,37 +53,42 @@ func (b *Batch) fail(err error) {
 	b.errMu.Unlock()
 }
 
-// fill runs one chunk: read, augment and write each sample into the batch.
-// It returns scratch, grown if the source needed more.
-func (l *Loader) fill(c chunk, scratch []byte) []byte {
+// fill runs one chunk: read, augment and write each sample into the batch,
+// with the worker's buffers (grown if the source needs more).
+func (l *Loader) fill(c chunk, wk *worker) {
 	defer l.busy.Done()
 	b := c.b
 	need := l.src.Spec().Bytes()
-	if cap(scratch) < need {
-		scratch = make([]byte, need)
+	var src Source = l.src
+	if ss, ok := sizedSource(l.src); ok {
+		need = int(ss.MaxPixels()) * l.src.Spec().C
+		wk.sized.SizedSource, wk.sized.l, wk.sized.epoch = ss, l, b.Epoch
+		src = &wk.sized
 	}
-	scratch = scratch[:need]
+	if cap(wk.scratch) < need {
+		wk.scratch = make([]byte, need)
+	}
+	scratch := wk.scratch[:need]
 	for k := c.lo; k < c.hi; {
-		if k = l.fillRange(b, k, c.hi, scratch); k < c.hi {
+		if k = l.fillRange(b, k, c.hi, src, wk, scratch); k < c.hi {
 			// Sample k faulted (see fault.go): read it again, alone and
 			// guarded, which makes it an error for the policy to handle.
 			// (Had a skip already been counted for it, it is counted
 			// again: a rare double count, not a lost sample.)
-			l.fillOne(b, k, guarded{l.src}, scratch)
+			l.fillOne(b, k, guarded{src}, wk, scratch)
 			k++
 		}
 	}
 	if b.pending.Add(-int32(c.hi-c.lo)) == 0 {
 		b.done <- struct{}{}
 	}
-	return scratch
 }
 
 // fillRange fills samples [k, hi) of b and returns hi, or, when reading
 // sample k faulted inside a file mapping, stops there and returns k. Its
 // one deferred recover covers the whole range: the hot path pays for it
 // once per chunk.
-func (l *Loader) fillRange(b *Batch, k, hi int, scratch []byte) (stop int) {
+func (l *Loader) fillRange(b *Batch, k, hi int, src Source, wk *worker, scratch []byte) (stop int) {
 	defer func() {
 		if r := recover(); r != nil {
 			if _, _, ok := mappedFault(r); !ok {
@@ -93,27 +98,35 @@ func (l *Loader) fillRange(b *Batch, k, hi int, scratch []byte) (stop int) {
 		}
 	}()
 	for ; k < hi; k++ {
-		l.fillOne(b, k, l.src, scratch)
+		l.fillOne(b, k, src, wk, scratch)
 	}
 	return hi
 }
 
 // fillOne reads sample k of b from src under the error policy, augments
 // it into its place in the slot, and records its index and label.
-func (l *Loader) fillOne(b *Batch, k int, src Source, scratch []byte) {
+func (l *Loader) fillOne(b *Batch, k int, src Source, wk *worker, scratch []byte) {
 	// The planned index: Indices[k] is written last, so a sample that
 	// faulted and is read again starts from the same plan.
 	idx := b.Indices[k]
+	wk.sized.idx = idx
 	used, label, pix, err := l.skip.Sample(src, b.Epoch, b.Index, idx, scratch)
 	if err == nil {
 		// Keyed by the planned index: a substitute is augmented as the
 		// sample it stands in for would have been.
-		prm := l.pipe.Draw(l.cfg.Seed, b.Epoch, idx)
+		out := l.outBytes
+		dst := b.Data[k*out : (k+1)*out]
+		var prm augment.Params
+		if r := &wk.sized; r.SizedSource != nil {
+			prm = r.prm // drawn for the image's size as it was read
+			err = l.pipe.ApplyScaled(dst, pix, r.h, r.w, r.d, prm, &wk.aug)
+		} else {
+			prm = l.pipe.Draw(l.cfg.Seed, b.Epoch, idx)
+			err = l.pipe.Apply(dst, pix, prm)
+		}
 		if b.Params != nil {
 			b.Params[k] = prm
 		}
-		out := l.outBytes
-		err = l.pipe.Apply(b.Data[k*out:(k+1)*out], pix, prm)
 	}
 	if err != nil {
 		b.fail(&SampleError{Epoch: b.Epoch, Batch: b.Index, Index: idx, Err: err})

@@ -121,6 +121,15 @@ func New(pool *Pool, cfg Config) (*Loader, error) {
 	if cfg.Source != nil && cfg.Pipeline != nil {
 		if in := cfg.Pipeline.In(); in != cfg.Source.Spec() {
 			errs = append(errs, fmt.Sprintf("pipeline takes %v, source gives %v", in, cfg.Source.Spec()))
+		} else if s := cfg.Source.Spec(); s.H == 0 && s.W == 0 {
+			// Images of varying size: the source must say each one's size,
+			// and the chain must open with resize or crop ops.
+			if _, ok := sizedSource(cfg.Source); !ok {
+				errs = append(errs, fmt.Sprintf("source %s gives images of varying size but no loader.SizedSource", cfg.Source))
+			}
+			if !cfg.Pipeline.Resamples() {
+				errs = append(errs, "images of varying size need a pipeline opening with resize, center_crop or random_resized_crop")
+			}
 		}
 		dist = sampler.Distributed{N: cfg.Source.Len(), Rank: cfg.Rank, World: cfg.World,
 			Seed: cfg.Seed, Shuffle: cfg.Shuffle, DropLast: cfg.DropLast}

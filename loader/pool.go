@@ -93,13 +93,14 @@ func (p *Pool) work() {
 	// A fault reading a file mapping (the file shrank) panics instead of
 	// killing the process; fill recovers it (see fault.go).
 	debug.SetPanicOnFault(true)
-	var scratch []byte
+	wk := new(worker)
 	for {
 		c, ok := p.take()
 		if !ok {
 			return
 		}
-		scratch = c.b.l.fill(c, scratch)
+		wk.sized = sizedReader{} // a worker serves many streams
+		c.b.l.fill(c, wk)
 	}
 }
 

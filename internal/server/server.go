@@ -111,7 +111,11 @@ func New(opts Options, datasets ...*Dataset) (*Server, error) {
 	// Each worker keeps a sample buffer, and a decoder about as large.
 	var scratch int64
 	for _, d := range datasets {
-		scratch = max(scratch, 2*int64(d.Source.Spec().Bytes())*int64(opts.Workers))
+		sample := int64(d.Source.Spec().Bytes())
+		if sz, ok := d.Source.(loader.SizedSource); ok { // the largest image it admits
+			sample = sz.MaxPixels() * int64(d.Source.Spec().C)
+		}
+		scratch = max(scratch, 2*sample*int64(opts.Workers))
 	}
 	if err := mem.reserve(memScratch, scratch); err != nil {
 		return nil, fmt.Errorf("server: worker scratch for the largest sample: %w (raise --memory-limit)", err)
@@ -150,6 +154,10 @@ func New(opts Options, datasets ...*Dataset) (*Server, error) {
 // DefaultAugment is the classic CIFAR training transform sized to spec:
 // RandomCrop(H, padding=4), RandomHorizontalFlip, ToTensor, Normalize.
 func DefaultAugment(spec augment.Spec) string {
+	if spec.H == 0 && spec.W == 0 && spec.C == 3 {
+		// Images of any size: torchvision's ImageNet training transform.
+		return "random_resized_crop=224,flip=0.5,normalize=imagenet,out=f32:chw"
+	}
 	if spec.H == 32 && spec.W == 32 && spec.C == 3 {
 		return augment.FormatOps(augment.CIFARTrain(augment.F32, augment.CHW))
 	}

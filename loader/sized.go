@@ -1,0 +1,94 @@
+package loader
+
+import (
+	"strconv"
+
+	"github.com/loaderd/loaderd/augment"
+)
+
+// SizedSource is implemented by sources whose images vary in size, such
+// as an ImageNet-style folder or tar of JPEGs: their Spec has H = W = 0
+// (U8 HWC, C channels) and each sample reports its own size. A stream of
+// one needs a pipeline that opens with augment's geometric ops (resize,
+// center_crop, random_resized_crop), which map any size to a fixed one.
+type SizedSource interface {
+	Source
+	// MaxPixels bounds h·w of every sample: a worker's scratch holds
+	// MaxPixels·C bytes, and a larger image is an error.
+	MaxPixels() int64
+	// SampleSized reads sample i into scratch as Sample does, and returns
+	// the image's full size h×w and the DCT scaling denominator d it was
+	// decoded at: pix holds augment.ScaledSize(h, w, d) pixels. scale,
+	// when not nil, is asked with the full size from the image's header,
+	// before decoding, for the largest d (1, 2, 4 or 8) the caller can
+	// use; a source may decode at it or at 1 (a format without scaled
+	// decoding). Sample of a SizedSource decodes at d = 1.
+	SampleSized(i int64, scratch []byte, scale Scaler) (label int32, pix []byte, h, w, d int, err error)
+}
+
+// Scaler picks the DCT scaling denominator for an h×w image (see
+// SizedSource). It is an interface, not a func, so that a worker passes
+// its own state without allocating.
+type Scaler interface {
+	Scale(h, w int) int
+}
+
+// worker is one pool worker's buffers: the source's scratch, and for a
+// SizedSource the resampler's scratch and the sample being read.
+type worker struct {
+	scratch []byte
+	aug     augment.Scratch
+	sized   sizedReader
+}
+
+// sizedReader adapts a SizedSource to Source for the error policy and the
+// fault guard, which call Sample: it draws the sample's params from its
+// header's size as the source asks (Scale), keyed by the planned index,
+// and keeps the size and scale for fillOne.
+type sizedReader struct {
+	SizedSource
+	l          *Loader
+	epoch, idx int64 // the planned sample: substitutes are augmented as it
+	prm        augment.Params
+	h, w, d    int
+	drawn      bool
+}
+
+// Scale implements Scaler.
+func (r *sizedReader) Scale(h, w int) int {
+	r.prm = r.l.pipe.DrawSized(r.l.cfg.Seed, r.epoch, r.idx, h, w)
+	r.h, r.w, r.drawn = h, w, true
+	return r.l.pipe.Scale(h, w, r.prm)
+}
+
+// Sample implements Source through SampleSized.
+func (r *sizedReader) Sample(i int64, scratch []byte) (int32, []byte, error) {
+	r.drawn = false
+	label, pix, h, w, d, err := r.SizedSource.SampleSized(i, scratch, r)
+	if err == nil && (!r.drawn || h != r.h || w != r.w) {
+		// The source did not ask, or asked for another size.
+		r.prm = r.l.pipe.DrawSized(r.l.cfg.Seed, r.epoch, r.idx, h, w)
+	}
+	r.h, r.w, r.d = h, w, d
+	return label, pix, err
+}
+
+// sizedSource returns the stream's source as a SizedSource when its
+// images vary in size.
+func sizedSource(src Source) (SizedSource, bool) {
+	if s := src.Spec(); s.H != 0 || s.W != 0 {
+		return nil, false
+	}
+	ss, ok := src.(SizedSource)
+	return ss, ok
+}
+
+// Name names sample i as the source does, so that a fault while reading a
+// mapped shard still names its member (see faultError); without a Namer
+// it is the source and the index.
+func (r *sizedReader) Name(i int64) string {
+	if n, ok := r.SizedSource.(Namer); ok {
+		return n.Name(i)
+	}
+	return r.SizedSource.String() + "#" + strconv.FormatInt(i, 10)
+}
