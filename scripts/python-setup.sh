@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # python-setup.sh installs the Debian packages the Python client, its tests,
-# examples and comparison script need. Idempotent: when every package is
-# already installed it only runs dpkg-query and exits.
+# examples and comparison script need: the PyTorch stack, what pip needs to
+# install ./python into a virtual environment offline (venv, setuptools as
+# the build backend, wheel), and protoc 3.21.12 (protobuf-compiler), which
+# python/protogen.sh generates the stubs with. Idempotent: when every
+# package is already installed it only runs dpkg-query and exits.
 #
 # Debian's packages are used (not pip) because PyPI is not reachable here; they
 # belong to /usr/bin/python3, which is why every script calls that interpreter
@@ -12,6 +15,7 @@ pkgs=(
 	python3-numpy python3-torch python3-torchvision python3-pil
 	python3-grpcio python3-grpc-tools python3-protobuf
 	python3-pytest python3-matplotlib
+	python3-venv python3-pip python3-setuptools python3-wheel protobuf-compiler
 )
 
 missing=()
@@ -35,4 +39,5 @@ trap 'rm -f "$conf"' EXIT
 printf '#clear DPkg::Post-Invoke;\n' >"$conf"
 $sudo apt-get update -q
 DEBIAN_FRONTEND=noninteractive $sudo apt-get -c "$conf" install -y -q --no-install-recommends "${missing[@]}"
-/usr/bin/python3 -c 'import numpy, torch, torchvision, grpc, grpc_tools, google.protobuf, pytest; print("python-setup: torch", torch.__version__, "torchvision", torchvision.__version__, "grpc", grpc.__version__)'
+/usr/bin/python3 -c 'import numpy, torch, torchvision, grpc, grpc_tools, google.protobuf, pytest, setuptools, wheel, venv; print("python-setup: torch", torch.__version__, "torchvision", torchvision.__version__, "grpc", grpc.__version__, "setuptools", setuptools.__version__)'
+protoc --version

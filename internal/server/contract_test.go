@@ -137,6 +137,24 @@ func TestStatusCodes(t *testing.T) {
 				return err
 			},
 		},
+		"SampleNames": {
+			codes.InvalidArgument: func(t *testing.T) error {
+				_, api, _ := serve(t, Options{}, good)
+				_, err := api.SampleNames(ctx, &pb.SampleNamesRequest{Dataset: "good", Start: 0, Count: 10001})
+				return err
+			},
+			codes.NotFound: func(t *testing.T) error {
+				_, api, _ := serve(t, Options{}, good)
+				_, err := api.SampleNames(ctx, &pb.SampleNamesRequest{Dataset: "imagenet", Count: 1})
+				return err
+			},
+			codes.Unavailable: func(t *testing.T) error {
+				srv, api, _ := serve(t, Options{}, testDataset("good", testSource{n: 64}))
+				srv.Shutdown(ctx)
+				_, err := api.SampleNames(ctx, &pb.SampleNamesRequest{Dataset: "good", Count: 1})
+				return err
+			},
+		},
 		"Stream": {
 			codes.InvalidArgument: func(t *testing.T) error {
 				_, api, _ := serve(t, Options{}, good)

@@ -1,15 +1,12 @@
 """Shared pieces of the examples: the classic CIFAR input pipeline, data
 preparation from the JPEG tar, and a daemon started for the duration."""
 
-import contextlib
 import os
 import pathlib
-import signal
 import subprocess
 import sys
 import tarfile
 import tempfile
-import time
 
 import numpy as np
 import torch
@@ -17,9 +14,11 @@ import torchvision.transforms as T
 from PIL import Image
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "python"))
-
-import loaderd  # noqa: E402
+try:
+    import loaderd  # installed: pip install ./python
+except ImportError:  # or straight from the checkout
+    sys.path.insert(0, str(ROOT / "python"))
+    import loaderd  # noqa: E402
 from loaderd import cifar  # noqa: E402
 
 MEAN = (0.4914, 0.4822, 0.4465)
@@ -74,47 +73,22 @@ def prepare(workdir, tar=DEFAULT_TAR, folder=False, limit=None):
     return bindir, jpgdir
 
 
-def build_daemon(workdir):
-    out = pathlib.Path(workdir) / "loaderd"
-    env = dict(os.environ, PATH=os.environ.get("PATH", "") + ":/usr/local/go/bin")
-    subprocess.run(["go", "build", "-o", str(out), "./cmd/loaderd"], cwd=ROOT, env=env, check=True)
-    return out
-
-
-@contextlib.contextmanager
-def daemon(workdir, datasets, binary=None, workers=2):
-    """Run `loaderd serve` on a Unix socket in workdir; yield its address."""
-    workdir = pathlib.Path(workdir)
-    binary = binary or build_daemon(workdir)
-    sock = workdir / "loaderd.sock"
-    with contextlib.suppress(FileNotFoundError):
-        sock.unlink()
-    args = [str(binary), "serve", "--unix", str(sock), "--workers", str(workers), "--log-level", "warn"]
-    for name, spec in datasets.items():
-        args += ["--dataset", f"{name}={spec}"]
-    log = open(workdir / "loaderd.log", "ab")
-    proc = subprocess.Popen(args, stdout=log, stderr=log)
-    address = f"unix://{sock}"
+def daemon_binary(workdir):
+    """loaderd from $LOADERD_BIN or PATH, else built from this checkout."""
     try:
-        deadline = time.monotonic() + 120
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError(f"loaderd exited with {proc.returncode}; see {log.name}")
-            try:
-                loaderd.list_datasets(address, timeout=1)
-                break
-            except loaderd.Error:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.2)
-        yield address
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        log.close()
+        return loaderd.find_binary()
+    except loaderd.Error:
+        out = pathlib.Path(workdir) / "loaderd"
+        env = dict(os.environ, PATH=os.environ.get("PATH", "") + ":/usr/local/go/bin")
+        subprocess.run(["go", "build", "-o", str(out), "./cmd/loaderd"], cwd=ROOT, env=env, check=True)
+        return str(out)
+
+
+def daemon(workdir, datasets, binary=None, workers=2):
+    """loaderd.serve() for the examples: a daemon on a private Unix socket,
+    stopped when the with block ends; its log goes to workdir/loaderd.log."""
+    return loaderd.serve(datasets, binary=binary or daemon_binary(workdir), workers=workers,
+                         log=pathlib.Path(workdir) / "loaderd.log")
 
 
 def default_workdir(name):

@@ -12,11 +12,18 @@ on a Unix socket (or uses --address); then measures each pipeline's steady
 state: images per second after its first batch (worker start-up and the
 first fill excluded for everyone), the median of --repeats runs. Prints a
 Markdown table and draws a bar chart.
+
+--baseline DIR measures the loaderd rows a second time, in a subprocess
+whose loaderd package comes from DIR (e.g. an older client's python/
+directory), against the same daemon in the same run: a before/after of the
+client on one machine at one time.
 """
 
 import argparse
 import json
 import os
+import subprocess
+import sys
 import time
 
 import torch
@@ -57,7 +64,7 @@ def dataloader_rows(args, bindir, jpgdir):
     return rows
 
 
-def loaderd_rows(args, address, datasets):
+def loaderd_rows(args, address, datasets, client=""):
     rows = []
     for label, name, transport in datasets:
         rates = []
@@ -72,9 +79,24 @@ def loaderd_rows(args, address, datasets):
 
             rates.append(rate(epochs(), n))
         ds.close()
-        rows.append(dict(pipeline=f"loaderd ({transport})", source=label,
+        rows.append(dict(pipeline=f"loaderd ({transport}){client}", source=label,
                          workers=f"{args.daemon_workers} daemon workers", rate=common.median(rates)))
         print(f"  {rows[-1]}", flush=True)
+    return rows
+
+
+def baseline_rows(args, address, streams):
+    """The loaderd rows measured by the client in args.baseline (a
+    subprocess: two loaderd packages cannot share one process)."""
+    env = dict(os.environ, PYTHONPATH=os.path.abspath(args.baseline))
+    cmd = [sys.executable, os.path.abspath(__file__), "--loaderd-only", "--address", address,
+           "--batch", str(args.batch), "--loaderd-epochs", str(args.loaderd_epochs), "--repeats", str(args.repeats),
+           "--daemon-workers", str(args.daemon_workers), "--streams", json.dumps(streams)]
+    out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True)
+    rows = json.loads(out.stdout.strip().splitlines()[-1])
+    for r in rows:
+        r["pipeline"] += ", baseline client"
+        print(f"  {r}", flush=True)
     return rows
 
 
@@ -126,7 +148,14 @@ def main():
     ap.add_argument("--no-jpeg", action="store_true", help="skip the JPEG rows")
     ap.add_argument("--png", default="compare.png")
     ap.add_argument("--json")
+    ap.add_argument("--baseline", help="also measure the loaderd rows with the loaderd package in this directory")
+    ap.add_argument("--loaderd-only", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--streams", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.loaderd_only:  # the --baseline subprocess
+        print(f"baseline client: {loaderd.__file__}", file=sys.stderr)
+        print(json.dumps(loaderd_rows(args, args.address, [tuple(s) for s in json.loads(args.streams)])))
+        return
     args.workers = [int(w) for w in args.workers.split(",")]
     workdir = args.workdir or common.default_workdir("loaderd-compare")
     os.makedirs(workdir, exist_ok=True)
@@ -142,17 +171,29 @@ def main():
     print("DataLoader (classic transforms):", flush=True)
     rows = dataloader_rows(args, bindir, jpgdir)
     print("loaderd:", flush=True)
+    def measure(address):
+        out = []
+        for s in streams:  # per stream: the baseline client, then this one
+            if args.baseline:
+                out += baseline_rows(args, address, [s])
+            out += loaderd_rows(args, address, [s])
+        return out
+
     if args.address:
-        rows += loaderd_rows(args, args.address, streams)
+        rows += measure(args.address)
     else:
-        with common.daemon(workdir, datasets, workers=args.daemon_workers) as address:
-            rows += loaderd_rows(args, address, streams)
+        with common.daemon(workdir, datasets, workers=args.daemon_workers) as d:
+            rows += measure(d.address)
 
     text, best = table(rows)
     print()
     print(text)
     ld = max(r["rate"] for r in rows if r["pipeline"] == "loaderd (shm)")
     print(f"\nloaderd (shm) / best DataLoader: {ld / best:.1f}×  ({os.cpu_count()} CPUs, torch {torch.__version__})")
+    base = [r["rate"] for r in rows if r["pipeline"] == "loaderd (shm), baseline client"]
+    if base:
+        print(f"loaderd (shm), baseline client / best DataLoader: {max(base) / best:.1f}×; "
+              f"this client / baseline: {ld / max(base):.2f}")
     chart(rows, args.png, f"CIFAR-10 train, {os.cpu_count()} CPUs: loaderd client vs DataLoader")
     if args.json:
         with open(args.json, "w") as f:

@@ -31,7 +31,7 @@ import torch.nn.functional as F
 import torchvision
 
 import common
-import loaderd
+import loaderd  # common found it: installed, or the checkout's
 
 
 def make_model(name):
@@ -57,9 +57,9 @@ class LoaderdInput:
                                   augment=common.SPEC, transport=args.transport, pin=cuda)
 
     def epoch(self, e):
-        # Mid-epoch resume: load_state_dict put the position inside epoch e.
-        if self.ds.epoch != e:
-            self.ds.set_epoch(e)
+        # After load_state_dict, set_epoch keeps the mid-epoch resume point
+        # of that same epoch.
+        self.ds.set_epoch(e)
         return self.ds
 
     def state_dict(self):
@@ -135,7 +135,7 @@ def main():
             bindir, _ = common.prepare(workdir)
             args.data = args.data or str(bindir)
             if args.start_daemon and args.input == "loaderd":
-                args.address = stack.enter_context(common.daemon(workdir, {args.dataset: f"cifar:{bindir}"}))
+                args.address = stack.enter_context(common.daemon(workdir, {args.dataset: f"cifar:{bindir}"})).address
         train(args, device, cuda, rank0)
     if dist.is_initialized():
         dist.destroy_process_group()

@@ -3,13 +3,15 @@
 import collections
 import ctypes
 import queue
+import threading
 import warnings
+import weakref
 
 import grpc
 import torch
 
 from ._errors import Error, ProtocolError, from_rpc
-from ._shm import Region, cuda_available
+from ._shm import Region, Ring, cuda_available
 from .v1 import loader_pb2 as pb
 
 DTYPES = {
@@ -23,15 +25,30 @@ Params = collections.namedtuple("Params", "top left flip")
 Params.__doc__ = """Each sample's random crop origin (top, left; int64, in the
 padded image) and horizontal flip (bool), as tensors of length N."""
 
+# Every open session, closed before the interpreter finalises (see
+# Session.close for why that matters).
+_sessions = weakref.WeakSet()
+
+
+def close_all():
+    for s in list(_sessions):
+        try:
+            s.close()
+        except Exception:
+            pass
+
 
 class Batch:
     """One batch: images, labels and where they came from.
 
     images is a view on the daemon's shared memory (transport "shm") or on
-    the client's own buffer ring (transport "inline"). It stays valid until
-    release(), which the iterator calls by itself (see Dataset); clone() to
-    keep it longer. Every other field is an ordinary tensor or int the
-    caller may keep.
+    a buffer of the client's own (transport "inline", or pin=True). Its
+    data never changes while any tensor viewing it lives, and writing into
+    it never reaches another batch: the memory goes back to the daemon only
+    once the batch is released (by the iterator, or release()) AND no view
+    of it is left; a view kept longer is copied out of the way when the
+    memory is needed (see python/README.md). Every other field is an
+    ordinary tensor or int.
     """
 
     __slots__ = ("images", "labels", "indices", "params", "epoch", "index", "seq", "_session", "_released")
@@ -48,8 +65,9 @@ class Batch:
         self.params = params      # Params, or None unless include_params
 
     def release(self):
-        """Give the batch's memory back to the daemon. Idempotent; images
-        must not be used afterwards."""
+        """Tell the stream the caller is done with the batch: its memory
+        goes back to the daemon as soon as no tensor views it. Idempotent;
+        the iterator does it by itself (see Dataset)."""
         if not self._released:
             self._released = True
             self._session.release(self.seq)
@@ -62,6 +80,9 @@ class Batch:
         # images, labels = batch
         return iter((self.images, self.labels))
 
+    def __len__(self):
+        return len(self.labels)
+
     def __repr__(self):
         return (f"Batch(epoch={self.epoch}, index={self.index}, n={len(self.labels)}, "
                 f"images={tuple(self.images.shape)} {self.images.dtype}{', released' if self._released else ''})")
@@ -72,117 +93,161 @@ def _long(values):
     return torch.tensor(values, dtype=torch.int64)
 
 
+def _requests(open_msg, acks, done):
+    """The request stream, consumed by gRPC on a thread of its own. It
+    holds the Open, the ack queue and an Event, and nothing else: whatever
+    it references is freed on that thread, and a torch tensor freed on a
+    thread that outlives the interpreter's shutdown aborts the process."""
+    try:
+        yield pb.StreamRequest(open=open_msg)
+        while True:
+            seq = acks.get()
+            if seq is None:
+                return
+            seqs = [seq]
+            end = False
+            while True:
+                try:
+                    seq = acks.get_nowait()
+                except queue.Empty:
+                    break
+                if seq is None:
+                    end = True
+                    break
+                seqs.append(seq)
+            yield pb.StreamRequest(ack=pb.Ack(seqs=seqs))
+            if end:
+                return
+    finally:
+        done.set()
+
+
+class _Rec:
+    """A delivered batch the daemon still counts against the window."""
+    __slots__ = ("seq", "ref", "released")
+
+    def __init__(self, seq):
+        self.seq, self.ref, self.released = seq, None, False
+
+
 class Session:
     """One open Stream. Not safe for concurrent use."""
 
-    def __init__(self, stub, open_msg, pin=False, wait_for_ready=False):
+    def __init__(self, stub, open_msg, address, pin=False):
         self._acks = queue.SimpleQueue()
+        self._done = threading.Event()
         self.closed = False
-        self._call = stub.Stream(self._requests(open_msg), wait_for_ready=wait_for_ready)
+        self.failed = None
+        self.address = address
+        self._recs = collections.OrderedDict()  # seq -> _Rec, unacked, in order
+        self._bufs = {}  # seq -> ring buffer of a batch not yet released
+        self.region = None
+        self._ring = None
+        self._call = stub.Stream(_requests(open_msg, self._acks, self._done))
+        _sessions.add(self)
         try:
             first = next(self._call)
         except grpc.RpcError as e:
             self._stop()
-            raise from_rpc(e, f"open {open_msg.dataset!r}") from None
+            raise from_rpc(e, f"open {open_msg.dataset!r}", address) from None
         except StopIteration:
             self._stop()
             raise ProtocolError("loaderd: the daemon closed the stream before its header") from None
-        if first.WhichOneof("msg") != "header":
+        except BaseException:
             self._stop()
-            raise ProtocolError("loaderd: the stream did not start with a header")
-        h = self.header = first.header
-        if h.dtype not in DTYPES:
-            self._stop()
-            raise ProtocolError(f"loaderd: unknown dtype {h.dtype} in the stream header")
-        self.dtype = DTYPES[h.dtype]
-        self.sample_shape = tuple(int(d) for d in h.sample_shape)
-        self.window = max(1, int(h.max_in_flight))
-        self.batches_per_epoch = int(h.batches_per_epoch)
-        self._unacked = 0              # batches received, not yet acked
-        self._events = collections.deque()  # (cuda event, seq): released, copy maybe running
-        self._cuda = bool(pin) and cuda_available()
-        self.region = None
-        self._ring = None
+            raise
         try:
+            if first.WhichOneof("msg") != "header":
+                raise ProtocolError("loaderd: the stream did not start with a header")
+            h = self.header = first.header
+            if h.dtype not in DTYPES:
+                raise ProtocolError(f"loaderd: unknown dtype {h.dtype} in the stream header")
+            self.dtype = DTYPES[h.dtype]
+            self._esize = torch.empty((), dtype=self.dtype).element_size()
+            self.sample_shape = tuple(int(d) for d in h.sample_shape)
+            self.window = max(1, int(h.max_in_flight))
+            self.batches_per_epoch = int(h.batches_per_epoch)
+            self._cuda = bool(pin) and cuda_available()
+            if pin and not self._cuda:
+                warnings.warn("loaderd: pin=True but CUDA is not available; batches stay in pageable memory",
+                              RuntimeWarning, stacklevel=5)
+            nbytes = int(h.batch_size) * int(h.sample_bytes)
             if h.transport == pb.TRANSPORT_SHM:
-                self.region = Region(h.shm, pin)
+                self.region = Region(h.shm, address)
+                if self._cuda:
+                    # Batches are copied into page-locked buffers of the
+                    # client's own: DMA to the device, and the daemon's slot
+                    # goes back at once.
+                    self._ring = Ring(nbytes, pin=True)
             else:
-                self._ring = self._make_ring(h, pin)
+                self._ring = Ring(nbytes, pin=self._cuda)
         except BaseException:
             self._stop()
             raise
 
-    def _make_ring(self, h, pin):
-        # One buffer per window position: the daemon sends seq+window only
-        # after seq was acked, so buffer seq % window is free again by then.
-        pin_memory = self._cuda
-        if pin and not pin_memory:
-            warnings.warn("loaderd: pin=True but CUDA is not available; batches stay in pageable memory",
-                          RuntimeWarning, stacklevel=4)
-        shape = (int(h.batch_size),) + self.sample_shape
-        ring = [torch.empty(shape, dtype=self.dtype, pin_memory=pin_memory) for _ in range(self.window)]
-        for t in ring:
-            t.view(torch.uint8).zero_()  # fault the pages in now, not on the first batch
-        return ring
+    @property
+    def unacked(self):
+        return len(self._recs)
 
-    def _requests(self, open_msg):
-        # gRPC consumes this generator on its own thread; acks reach it
-        # through the queue, several per message when they pile up.
-        yield pb.StreamRequest(open=open_msg)
-        while True:
-            seq = self._acks.get()
-            if seq is None:
-                return
-            seqs = [seq]
-            while True:
-                try:
-                    seq = self._acks.get_nowait()
-                except queue.Empty:
-                    break
-                if seq is None:
-                    yield pb.StreamRequest(ack=pb.Ack(seqs=seqs))
-                    return
-                seqs.append(seq)
-            yield pb.StreamRequest(ack=pb.Ack(seqs=seqs))
+    @property
+    def detached(self):
+        return self.region.detached if self.region is not None else 0
 
     def next(self):
         """The next Batch, or None when the daemon ended the stream with OK."""
         if self.closed:
             raise Error("loaderd: stream closed")
-        # The daemon sends nothing while every batch of the window is unacked:
-        # then wait for the oldest pending CUDA copy instead of deadlocking.
-        self._ack_finished_copies(self._unacked >= self.window)
-        if self._unacked >= self.window:
-            raise Error(f"loaderd: all {self.window} batches of the window are held; release one "
-                        "(raise prefetch, or hold fewer)")
+        self.poll()
+        if len(self._recs) >= self.window:
+            # The daemon sends nothing while the whole window is unacked.
+            if not self._reclaim():
+                raise Error(f"loaderd: all {self.window} batches of the window are held by the iterator; "
+                            "release one (raise prefetch, or hold fewer)")
         try:
             reply = next(self._call)
         except StopIteration:
             return None
         except grpc.RpcError as e:
-            raise from_rpc(e, "stream") from None
+            self.failed = e
+            self._let_go()  # the daemon may reuse every slot now
+            raise from_rpc(e, "stream", self.address) from None
         if reply.WhichOneof("msg") != "batch":
             raise ProtocolError("loaderd: second stream header")
         b = reply.batch
-        self._unacked += 1
         shape = tuple(b.shape)
         if b.dtype != self.header.dtype or shape[1:] != self.sample_shape or not 0 < shape[0] <= self.header.batch_size:
             raise ProtocolError(f"loaderd: batch {b.seq} has dtype {b.dtype} shape {shape}, "
                                 f"the header said {self.header.dtype} {self.sample_shape}")
         which = b.WhichOneof("tensor")
+        rec = _Rec(b.seq)
+        self._recs[b.seq] = rec
+        length = self._esize
+        for d in shape:
+            length *= d
         if which == "shm" and self.region is not None:
             if self._call.done() and self._call.code() != grpc.StatusCode.OK:
                 # gRPC hands out messages it buffered before the stream
                 # failed, but a failed stream's slots are no longer ours
                 # ("valid until acked or the stream ends"): resume before it.
-                raise from_rpc(self._call, f"stream (batch {b.seq} arrived after it ended)")
-            images = self.region.view(b.shm.offset, b.shm.length, self.dtype, shape)
-        elif which == "data" and self._ring is not None:
-            images = self._ring[b.seq % self.window][:shape[0]]
-            n = images.numel() * images.element_size()
-            if len(b.data) != n:
-                raise ProtocolError(f"loaderd: batch {b.seq} carries {len(b.data)} bytes, want {n}")
-            ctypes.memmove(images.data_ptr(), b.data, n)
+                self.failed = self._call
+                self._let_go()
+                raise from_rpc(self._call, f"stream (batch {b.seq} arrived after it ended)", self.address)
+            if b.shm.length != length:
+                raise ProtocolError(f"loaderd: batch {b.seq} is {b.shm.length} bytes in shared memory, want {length}")
+            images, rec.ref = self.region.view(b.shm.slot, b.shm.offset, b.shm.length, self.dtype, shape)
+            if self._ring is not None:  # pin=True with CUDA: copy into a page-locked buffer
+                buf = self._bufs[b.seq] = self._ring.take()
+                ctypes.memmove(buf.addr, images.data_ptr(), length)
+                del images
+                self.region.finish(rec.ref, force=False)
+                self._ack(rec)  # the daemon's slot is free; the buffer is ours
+                images = buf.view(length, self.dtype, shape)
+        elif which == "data" and self._ring is not None and self.region is None:
+            if len(b.data) != length:
+                raise ProtocolError(f"loaderd: batch {b.seq} carries {len(b.data)} bytes, want {length}")
+            buf = self._bufs[b.seq] = self._ring.take()
+            ctypes.memmove(buf.addr, b.data, length)
+            images = buf.view(length, self.dtype, shape)
         else:
             raise ProtocolError(f"loaderd: batch {b.seq} carries {which or 'no tensor'} on a "
                                 f"{'shm' if self.region is not None else 'inline'} stream")
@@ -193,49 +258,79 @@ class Session:
         return Batch(self, b.seq, b.epoch, b.batch_index, images, _long(b.labels), _long(b.indices), params)
 
     def release(self, seq):
+        """The caller is done with batch seq (see Batch.release)."""
         if self.closed:
             return
-        if self._cuda:
-            # A .cuda(non_blocking=True) copy of the batch may still be
-            # running: ack once the current CUDA stream has passed this point.
-            ev = torch.cuda.Event()
-            ev.record()
-            self._events.append((ev, seq))
-            self._ack_finished_copies(False)
-        else:
-            self._ack(seq)
+        buf = self._bufs.pop(seq, None)
+        if buf is not None:
+            if self._cuda:
+                # A .cuda(non_blocking=True) copy may still read the buffer:
+                # it is reused once the current CUDA stream has passed here.
+                ev = torch.cuda.Event()
+                ev.record()
+                buf.event = ev
+            self._ring.give(buf)  # reused once no view of it is left
+        rec = self._recs.get(seq)
+        if rec is None:
+            return  # acked already (copied into a pinned buffer)
+        rec.released = True
+        if rec.ref is None:
+            self._ack(rec)  # inline: the window is flow control only
 
-    def _ack(self, seq):
-        self._unacked -= 1
-        self._acks.put(seq)
+    def poll(self):
+        """Ack every released batch whose views are all gone."""
+        if self.region is None:
+            return
+        for rec in list(self._recs.values()):
+            if rec.released and self.region.finish(rec.ref, force=False):
+                self._ack(rec)
 
-    def _ack_finished_copies(self, block):
-        while self._events:
-            ev, seq = self._events[0]
-            if not ev.query():
-                if not block:
-                    return
-                ev.synchronize()
-            self._events.popleft()
-            self._ack(seq)
+    def _reclaim(self):
+        """Free window room when every unacked batch is released but some
+        are still viewed: detach the oldest. False if none is released."""
+        for rec in self._recs.values():
+            if rec.released:
+                if self.region is not None:
+                    self.region.finish(rec.ref, force=True)
+                self._ack(rec)
+                return True
+        return False
+
+    def _ack(self, rec):
+        del self._recs[rec.seq]
+        if not self.closed:
+            self._acks.put(rec.seq)
+
+    def _let_go(self):
+        """The stream is over for the daemon: it may hand this stream's
+        slots to anyone. Detach every batch a view still holds."""
+        for rec in list(self._recs.values()):
+            if rec.ref is not None and self.region is not None:
+                self.region.finish(rec.ref, force=True)
+            del self._recs[rec.seq]
 
     def close(self):
         """End the stream; the daemon releases every slot it leased for it.
-        Views on the shared region stay readable (the mapping lives as long
-        as they do) but no longer belong to the caller."""
+        Tensors the caller still holds keep their data (detached)."""
         if self.closed:
             return
-        for ev, _ in self._events:
-            ev.synchronize()  # no DMA from memory that is about to be unregistered
-        self._events.clear()
-        self.closed = True
-        self._stop()
-        if self.region is not None:
-            self.region.unregister()
+        try:
+            self._let_go()
+        finally:
+            self.closed = True
+            self._stop()
+            if self.region is not None:
+                self.region.close()
 
     def _stop(self):
         # Cancel first, then end the request generator: ending it first would
         # half-close the stream, and a daemon that keeps sending after a
         # half-close until the cancel lands miscounts its in-flight batches.
+        self.closed = True
         self._call.cancel()
         self._acks.put(None)
+        # gRPC's request thread ends once the generator has returned; wait
+        # (briefly) so that no thread of ours is left running into the
+        # interpreter's shutdown.
+        self._done.wait(2.0)
+        _sessions.discard(self)

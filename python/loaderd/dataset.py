@@ -9,51 +9,37 @@ import weakref
 import grpc
 import torch
 
+from . import _address, _rpc, serve as _serve
 from ._env import rank_world
-from ._errors import Error, ProtocolError, from_rpc
-from ._stream import Session
+from ._errors import Error, ProtocolError
+from ._stream import Session, close_all
 from .v1 import loader_pb2 as pb
 from .v1 import loader_pb2_grpc as pb_grpc
+
+try:  # DataLoader's fetcher, to tell DataLoader(ds) from DataLoader(ds, batch_size=None)
+    from torch.utils.data._utils.fetch import _IterableDatasetFetcher
+    _FETCHER_INIT = _IterableDatasetFetcher.__init__.__code__
+except (ImportError, AttributeError):  # pragma: no cover - a torch that moved it
+    _IterableDatasetFetcher = _FETCHER_INIT = None
 
 _DTYPES = {None: pb.DTYPE_UNSPECIFIED, "u8": pb.DTYPE_U8, "f32": pb.DTYPE_F32, "f16": pb.DTYPE_F16, "bf16": pb.DTYPE_BF16}
 _LAYOUTS = {None: pb.LAYOUT_UNSPECIFIED, "hwc": pb.LAYOUT_HWC, "chw": pb.LAYOUT_CHW}
 _TRANSPORTS = {"inline": pb.TRANSPORT_INLINE, "shm": pb.TRANSPORT_SHM}
 _TORCH_DTYPES = {torch.uint8: "u8", torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16"}
+MAX_BATCH = 16384  # the daemon's limit (Open.batch_size)
+MAX_WINDOW = 32    # the daemon's limit (Open.max_in_flight)
 
 # The fields that decide which samples a position means: a state saved
 # under other values would resume somewhere else.
-_PLAN_FIELDS = ("dataset", "seed", "rank", "world_size", "batch_size", "shuffle", "drop_last", "drop_last_batch")
+_PLAN_FIELDS = ("dataset", "seed", "rank", "world_size", "batch_size", "shuffle", "drop_last", "sampler_drop_last")
 
-DatasetInfo = collections.namedtuple("DatasetInfo", "name format size classes shape layout default_augment")
-DatasetInfo.__doc__ = "A dataset the daemon registered; shape is (height, width, channels)."
-
-
-def target(address):
-    """A gRPC target from "host:port", "unix:///path" or a bare socket path."""
-    if address.startswith("/"):
-        return "unix:" + address
-    return address
-
-
-def channel(address, options=()):
-    """An insecure gRPC channel with the receive limit lifted: an inline
-    batch of 256 f32 CIFAR images is 3 MiB, over gRPC's 4 MiB default at 512."""
-    opts = [("grpc.max_receive_message_length", -1), ("grpc.max_send_message_length", -1)]
-    return grpc.insecure_channel(target(address), options=opts + list(options))
-
-
-def list_datasets(address, timeout=10.0):
-    """The datasets a daemon serves, as DatasetInfo tuples sorted by name."""
-    with channel(address) as ch:
-        try:
-            resp = pb_grpc.LoaderStub(ch).ListDatasets(pb.ListDatasetsRequest(), timeout=timeout)
-        except grpc.RpcError as e:
-            raise from_rpc(e, f"list datasets at {address}") from None
-    return list_datasets_from(resp)
-
+DatasetInfo = _rpc.DatasetInfo
+channel = _rpc.channel
+list_datasets = _rpc.list_datasets
 
 # Datasets with a channel, closed before the interpreter finalises: a gRPC
-# channel closed later (from __del__) waits for threads that no longer run.
+# channel or stream closed later (from __del__, during finalisation) leaves
+# gRPC's threads running into the shutdown, which aborts the process.
 _live = weakref.WeakSet()
 
 
@@ -64,132 +50,205 @@ def _close_all():
             ds.close()
         except Exception:
             pass
+    close_all()
+    _serve.stop_all()  # after the streams: a daemon stopped first would end them with UNAVAILABLE
 
 
 def _ceil_div(a, b):
     return -(-a // b)
 
 
+def eval_augment(default_augment, shape=None):
+    """The evaluation form of a training spec, as torchvision recipes write
+    their test transforms: the same normalisation and output, with every
+    random op made deterministic. flip goes; crop=S (RandomCrop) goes when S
+    is the image's size (shape: the stored (height, width, channels)) and
+    becomes center_crop=S otherwise; random_resized_crop=S becomes
+    resize=S/0.875,center_crop=S (Resize(256) + CenterCrop(224)). resize,
+    center_crop, totensor, normalize and out stay."""
+    keep = []
+    for item in default_augment.split(","):
+        item = item.strip()
+        if not item:
+            continue
+        name, _, arg = item.partition("=")
+        name = name.strip().lower()
+        size = arg.split(":")[0].strip()
+        if name == "flip":
+            continue
+        if name == "crop":
+            if not size.isdigit():
+                raise Error(f"loaderd: cannot read the crop size of {item!r} in {default_augment!r}")
+            if shape is None or not int(size) == shape[0] == shape[1]:
+                keep.append(f"center_crop={int(size)}")
+            continue
+        if name == "random_resized_crop":
+            if not size.isdigit():
+                raise Error(f"loaderd: cannot read the size of {item!r} in {default_augment!r}")
+            keep += [f"resize={round(int(size) / 0.875)}", f"center_crop={int(size)}"]
+            continue
+        keep.append(item)
+    return ",".join(keep)
+
+
 class Dataset(torch.utils.data.IterableDataset):
     """Batches of one rank's share of a dataset the daemon serves.
 
-    ``for images, labels in ds`` yields one epoch of batches, from the
-    dataset's position: ``(epoch, batch)`` starts at ``(0, 0)``, moves past
-    each batch the iterator returns, and to ``(epoch + 1, 0)`` after an
-    epoch's last batch, so the next ``iter()`` serves the next epoch (a
-    reshuffle) even without ``set_epoch``. An iterator left early (break,
-    exception, garbage collection) ends its stream; the next one resumes
-    after the last batch returned. ``set_epoch(e)`` rewinds to the start of
-    epoch ``e``; ``state_dict()`` / ``load_state_dict()`` save and restore
-    the position for a mid-epoch resume. ``batches()`` yields ``Batch``
-    objects instead, with indices, epoch, batch index and augmentation
-    parameters.
+    ``for images, labels in ds`` is one epoch, as with a DataLoader: each
+    ``iter(ds)`` is an independent pass over the current epoch, from its
+    first batch. Finishing an epoch moves the dataset to the next one
+    (reshuffled), so the next loop serves epoch + 1 even without
+    ``set_epoch``; leaving a loop early (``break``, an exception) does not,
+    and the next loop serves the same epoch again from its start.
+    ``state_dict()`` is the position after the last batch returned, and a
+    dataset given it with ``load_state_dict()`` starts its next iterator
+    there: the mid-epoch resume. ``batches()`` yields ``Batch`` objects
+    (indices, epoch, batch index, augmentation parameters) instead of
+    pairs.
 
     Memory: the images tensor is a view on the daemon's shared memory
-    (transport "shm") or on the client's buffer ring ("inline"); no copy is
-    made after it arrives. The iterator keeps the last ``hold`` batches
-    valid (default 1): a batch's memory goes back to the daemon when the
-    iterator is asked for the batch ``hold`` places after it, when the epoch
-    ends, or when the iterator is closed, whichever comes first; or earlier
-    with ``Batch.release()``. Labels, indices and params are ordinary
-    tensors the caller may keep; keep images past that point with
-    ``images.clone()`` (or ``.cuda()``). Writing into images in place is
-    allowed while the batch is held. With ``pin=True`` and CUDA, a released
-    batch is acknowledged only once the current CUDA stream has passed the
-    release point, so ``images.cuda(non_blocking=True)`` is safe.
+    (transport "shm") or on a buffer of the client ("inline"), with no copy
+    after it arrives. Its data never changes while any tensor viewing it is
+    alive, and writing into it never reaches another batch: a batch's memory
+    goes back to the daemon once the iterator has released it (when the
+    batch ``hold`` places later is requested, at the end of the epoch, or
+    by ``Batch.release()``) AND no view of it is left; a view kept longer is
+    copied out of the daemon's way when its memory is needed. Keeping
+    batches is therefore safe, but each one kept past the next is a copy:
+    ``images.clone()`` says so explicitly. With ``pin=True`` and CUDA,
+    batches land in page-locked buffers of the client's own and a buffer is
+    reused only once the CUDA stream has passed its release, so
+    ``images.cuda(non_blocking=True)`` is safe.
 
-    One iterator at a time: ``iter()`` closes the dataset's previous
-    iterator. Not safe for concurrent use. Use it directly or in a
-    ``DataLoader(ds, batch_size=None, num_workers=0)``: the daemon does the
-    loading, and in a DataLoader worker process iterating raises Error (the
-    gRPC channel does not survive fork, and each worker would stream every
-    batch).
+    Evaluation: ``Dataset(..., train=False)`` or ``Dataset.eval(...)``: no
+    shuffle, no random crop or flip, the dataset's own normalisation and
+    output (its default spec without crop and flip).
+
+    DataLoader: the daemon does the loading, batching and augmentation, so
+    none is needed; a library that insists gets ``DataLoader(ds,
+    batch_size=None)``. ``DataLoader(ds)`` (batch_size=1) and worker
+    processes raise an Error that says so.
 
     Arguments:
         address: "host:port", "unix:///path/to/sock" or a socket path.
         dataset: a name the daemon registered (see list_datasets).
-        batch_size: samples per batch.
+        batch_size: samples per batch, 1..16384.
         seed: shuffle and augmentation seed; every rank must use the same.
         rank, world_size: this process's share; None takes them from an
             initialised torch.distributed, else RANK / WORLD_SIZE (torchrun),
             else LOCAL_RANK / LOCAL_WORLD_SIZE, else 0 of 1.
+        train: False for evaluation: shuffle off, and (without augment=)
+            the dataset's default spec with its random ops made
+            deterministic (see eval_augment: no flip, no random crop).
         epochs: total epochs of the run (epochs 0..epochs-1); None is no
             limit. An iterator at epoch >= epochs yields nothing.
-        shuffle: reshuffle every epoch (False keeps dataset order).
-        drop_last: DistributedSampler's drop_last: drop the tail so ranks
-            get equal shares, instead of padding by wrapping around.
-        drop_last_batch: DataLoader's drop_last: skip a short last batch.
+        shuffle: reshuffle every epoch; None: True for training, False for
+            evaluation.
+        drop_last: DataLoader's drop_last: skip each epoch's short last
+            batch.
+        sampler_drop_last: DistributedSampler's drop_last: drop the tail of
+            the dataset so every rank gets an equal share, instead of
+            padding the ranks' shares by wrapping around (the default).
         augment: augmentation spec, e.g. "crop=32:4,flip=0.5,
-            normalize=cifar10,out=f32:chw"; None is the dataset's default.
+            normalize=cifar10,out=f32:chw"; None is the dataset's default
+            (its evaluation form with train=False).
         dtype: "f32", "f16", "bf16", "u8" (or the torch dtype); None takes
             the spec's out= type (f32 without one).
         layout: "chw" or "hwc"; None takes the spec's (chw without one).
         transport: "shm" (same host: tensors are views on the daemon's
             memory) or "inline" (bytes over gRPC, from any host).
-        prefetch: batches the daemon may have sent ahead of the ones held.
-        hold: batches the iterator keeps valid (see Memory).
-        pin: page-lock the batch memory for CUDA (cudaHostRegister of the
-            shared region, pinned ring for inline) so host-to-device copies
-            are asynchronous DMA. Without CUDA it warns once per stream and
-            does nothing else.
+        prefetch: batches the daemon may send ahead of the ones held.
+        hold: batches the iterator keeps unreleased (see Memory).
+        pin: page-locked batches for CUDA, so host-to-device copies are
+            asynchronous DMA; without CUDA it warns and does nothing else.
         include_params: fill Batch.params with each sample's crop and flip.
         name: label for the daemon's logs (default "python/rank<r>").
-        reconnects: times a stream resumes after the daemon went away
-            (UNAVAILABLE), each time waiting up to reconnect_wait seconds.
+        connect_timeout: seconds to wait for a daemon that is not up yet
+            (a trainer started before it); 0 fails at once.
+        reconnects, reconnect_wait: times a stream resumes after the daemon
+            went away (UNAVAILABLE), each time waiting up to reconnect_wait
+            seconds for it to come back.
     """
 
     def __init__(self, address, dataset, batch_size, seed=0, rank=None, world_size=None, *,
-                 epochs=None, shuffle=True, drop_last=False, drop_last_batch=False, augment=None,
-                 dtype=None, layout=None, transport="shm", prefetch=4, hold=1, pin=False,
-                 include_params=False, name=None, reconnects=5, reconnect_wait=10.0):
+                 train=True, epochs=None, shuffle=None, drop_last=False, sampler_drop_last=False,
+                 augment=None, dtype=None, layout=None, transport="shm", prefetch=4, hold=1, pin=False,
+                 include_params=False, name=None, connect_timeout=10.0, reconnects=5, reconnect_wait=10.0,
+                 drop_last_batch=None):
         super().__init__()
+        if drop_last_batch is not None:
+            raise TypeError("loaderd: drop_last_batch is gone: drop_last now means what it means for DataLoader "
+                            "(skip the short last batch); DistributedSampler's drop_last is sampler_drop_last")
         if isinstance(dtype, torch.dtype):
             dtype = _TORCH_DTYPES.get(dtype, dtype)
         for what, value, allowed in (("dtype", dtype, _DTYPES), ("layout", layout, _LAYOUTS),
                                      ("transport", transport, _TRANSPORTS)):
             if value not in allowed:
                 raise ValueError(f"loaderd: {what} {value!r} (want one of {sorted(k for k in allowed if k)})")
-        if batch_size < 1 or prefetch < 1 or hold < 1:
-            raise ValueError(f"loaderd: batch_size {batch_size}, prefetch {prefetch}, hold {hold} must be >= 1")
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or not 1 <= batch_size <= MAX_BATCH:
+            raise ValueError(f"loaderd: batch_size {batch_size!r}: want an int in 1..{MAX_BATCH} "
+                             "(the daemon batches; batch_size=None belongs to a DataLoader around the dataset)")
+        if prefetch < 1 or hold < 1 or prefetch + hold + 1 > MAX_WINDOW:
+            raise ValueError(f"loaderd: prefetch {prefetch}, hold {hold}: each >= 1, prefetch + hold <= {MAX_WINDOW - 1}")
         if epochs is not None and epochs < 0:
             raise ValueError(f"loaderd: epochs {epochs} < 0")
-        self.address = address
+        self._addr = _address.parse(address)
+        self.address = self._addr.text
         self.dataset = dataset
         self.batch_size = int(batch_size)
         self.seed = int(seed)
         self.rank, self.world_size = rank_world(rank, world_size)
+        self.train = bool(train)
         self.epochs = epochs
-        self.shuffle = bool(shuffle)
+        self.shuffle = self.train if shuffle is None else bool(shuffle)
         self.drop_last = bool(drop_last)
-        self.drop_last_batch = bool(drop_last_batch)
-        self.augment = augment or ""
+        self.sampler_drop_last = bool(sampler_drop_last)
+        self.augment = augment
         self.dtype, self.layout, self.transport = dtype, layout, transport
         self.prefetch, self.hold = int(prefetch), int(hold)
         self.pin = bool(pin)
         self.include_params = bool(include_params)
         self.name = name or f"python/rank{self.rank}"
+        self.connect_timeout = float(connect_timeout or 0)
         self.reconnects, self.reconnect_wait = int(reconnects), float(reconnect_wait)
         self._pos = (0, 0)
+        self._resume = False     # the next iterator starts at _pos even mid-epoch
         self._channel = None
         self._stub = None
-        self._session = None
-        self._active = None
+        self._warm = None        # a session whose next batch is _warm_pos (a finished epoch's)
+        self._warm_pos = None
+        self._iters = weakref.WeakSet()
         self._info = None
+        self._names = {}         # page -> names (SampleNames)
+        self._spec = None
+
+    @classmethod
+    def eval(cls, address, dataset, batch_size, **kw):
+        """An evaluation dataset: Dataset(..., train=False, **kw)."""
+        kw.setdefault("train", False)
+        return cls(address, dataset, batch_size, **kw)
 
     # -- position -------------------------------------------------------
 
     @property
     def position(self):
-        """(epoch, batch): the first batch not yet returned."""
+        """(epoch, batch): after the last batch returned (what state_dict
+        saves)."""
         return self._pos
 
     @property
     def epoch(self):
-        return self._pos[0]
+        """The epoch the next iterator serves."""
+        return self._start()[0]
 
     def set_epoch(self, epoch):
-        """Start the next iterator at the first batch of epoch."""
-        self._seek((int(epoch), 0))
+        """Serve epoch from its first batch next (DistributedSampler's
+        set_epoch). A resume point loaded for that same epoch is kept."""
+        epoch = int(epoch)
+        if epoch < 0:
+            raise ValueError(f"loaderd: epoch {epoch} < 0")
+        if not (self._resume and self._pos[0] == epoch):
+            self._seek((epoch, 0), False)
 
     def state_dict(self):
         """The position after the last batch returned, with the fields that
@@ -199,9 +258,15 @@ class Dataset(torch.utils.data.IterableDataset):
         return d
 
     def load_state_dict(self, state):
-        """Resume at a saved position. The plan fields (dataset, seed, rank,
-        world_size, batch_size, shuffle, drop_last, drop_last_batch) must
-        match: the same position means other samples under others."""
+        """Resume at a saved position: the next iterator starts there. The
+        plan fields (dataset, seed, rank, world_size, batch_size, shuffle,
+        drop_last, sampler_drop_last) must match: the same position means
+        other samples under others."""
+        state = dict(state)
+        if "drop_last_batch" in state and "sampler_drop_last" not in state:
+            # Saved by loaderd 0.1, whose drop_last was the sampler's.
+            state["sampler_drop_last"] = state.pop("drop_last")
+            state["drop_last"] = state.pop("drop_last_batch")
         diff = [f"{f} {state[f]!r} != {getattr(self, f)!r}" for f in _PLAN_FIELDS
                 if f in state and state[f] != getattr(self, f)]
         if diff:
@@ -209,65 +274,110 @@ class Dataset(torch.utils.data.IterableDataset):
         epoch, batch = int(state["epoch"]), int(state["batch"])
         if epoch < 0 or batch < 0:
             raise ValueError(f"loaderd: position ({epoch}, {batch})")
-        self._seek((epoch, batch))
+        self._seek((epoch, batch), True)
 
-    def _seek(self, pos):
-        if pos != self._pos:
-            self._close_active()
-            self._close_session()  # it would send the old position's batches
-            self._pos = pos
+    def _seek(self, pos, resume):
+        self._pos, self._resume = pos, resume
+        if self._warm is not None and self._warm_pos != self._start():
+            self._close_warm()  # it would send the old position's batches
 
-    # -- sizes ----------------------------------------------------------
+    def _start(self):
+        """Where the next iterator starts."""
+        e, b = self._pos
+        return (e, b) if self._resume or b == 0 else (e, 0)
+
+    # -- sizes and names --------------------------------------------------
 
     def info(self):
-        """DatasetInfo of the served dataset (one ListDatasets call, cached)."""
+        """DatasetInfo of the served dataset (one ListDatasets call, cached;
+        waits up to connect_timeout for the daemon)."""
         if self._info is None:
-            try:
-                resp = self._get_stub().ListDatasets(pb.ListDatasetsRequest(), timeout=30)
-            except grpc.RpcError as e:
-                raise from_rpc(e, f"list datasets at {self.address}") from None
-            for d in list_datasets_from(resp):
+            resp = _rpc.call_ready(self._get_stub().ListDatasets, pb.ListDatasetsRequest(), self._addr,
+                                   f"list datasets at {self.address}", self.connect_timeout)
+            for d in _rpc.infos(resp):
                 if d.name == self.dataset:
                     self._info = d
                     break
             else:
                 raise Error(f"loaderd: unknown dataset {self.dataset!r} at {self.address} "
-                            f"(registered: {', '.join(d.name for d in resp.datasets)})", grpc.StatusCode.NOT_FOUND)
+                            f"(registered: {', '.join(d.name for d in resp.datasets) or 'none'})",
+                            grpc.StatusCode.NOT_FOUND)
         return self._info
 
     def samples_per_epoch(self):
         """This rank's samples per epoch (DistributedSampler's num_samples)."""
-        if self._session is not None:
-            return int(self._session.header.samples_per_epoch)
         n, w = self.info().size, self.world_size
-        return n // w if self.drop_last else _ceil_div(n, w)
+        return n // w if self.sampler_drop_last else _ceil_div(n, w)
 
     def __len__(self):
         """Batches per epoch for this rank."""
-        if self._session is not None:
-            return self._session.batches_per_epoch
         s = self.samples_per_epoch()
-        return s // self.batch_size if self.drop_last_batch else _ceil_div(s, self.batch_size)
+        return s // self.batch_size if self.drop_last else _ceil_div(s, self.batch_size)
+
+    def spec(self):
+        """The augmentation spec the streams ask for ("" is the daemon's
+        default for the dataset)."""
+        if self._spec is None:
+            if self.augment is not None:
+                self._spec = self.augment
+            elif self.train:
+                self._spec = ""
+            else:
+                info = self.info()
+                self._spec = eval_augment(info.default_augment, info.shape)
+        return self._spec
+
+    def sample_names(self, indices):
+        """The file or archive member name of each dataset index (e.g.
+        Batch.indices): the source's own names, or the decimal index for a
+        source without any. Fetched from the daemon in pages of 10,000 and
+        cached."""
+        if isinstance(indices, torch.Tensor):
+            indices = indices.tolist()
+        elif hasattr(indices, "tolist"):
+            indices = indices.tolist()
+        size = self.info().size
+        out = []
+        for i in indices:
+            i = int(i)
+            if not 0 <= i < size:
+                raise IndexError(f"loaderd: index {i} outside dataset {self.dataset!r} of {size}")
+            page = self._names.get(i // _rpc.MAX_NAMES)
+            if page is None:
+                start = i - i % _rpc.MAX_NAMES
+                r = _rpc.names_page(self._get_stub(), self._addr, self.dataset, start, _rpc.MAX_NAMES,
+                                    self.connect_timeout)
+                page = self._names[i // _rpc.MAX_NAMES] = list(r.names)
+            out.append(page[i % _rpc.MAX_NAMES])
+        return out
+
+    def sample_name(self, index):
+        """The file or archive member name of one dataset index."""
+        return self.sample_names([index])[0]
 
     # -- iteration ------------------------------------------------------
 
     def __iter__(self):
-        """(images, labels) for the rest of the current epoch."""
+        """(images, labels) for one epoch: the current one, from its start
+        (or from a loaded resume point)."""
+        _refuse_collating_dataloader()
         return BatchIterator(self, epochs=1, pairs=True)
 
     def batches(self, epochs=1):
-        """Batch objects for epochs epochs from the position (None: until
+        """Batch objects for epochs epochs from the current one (None: until
         the run's last epoch, or endlessly)."""
         return BatchIterator(self, epochs=epochs, pairs=False)
 
     def close(self):
-        """End the stream, if any, and close the channel. The dataset may be
-        iterated again afterwards (it reconnects)."""
-        self._close_active()
-        self._close_session()
+        """End every stream of the dataset and close its channel. The
+        dataset may be iterated again afterwards (it reconnects)."""
+        for it in list(self._iters):
+            it.close()
+        self._close_warm()
         if self._channel is not None:
             self._channel.close()
             self._channel = self._stub = None
+        _live.discard(self)
 
     def __enter__(self):
         return self
@@ -285,99 +395,116 @@ class Dataset(torch.utils.data.IterableDataset):
 
     def __getstate__(self):
         # A DataLoader worker (or a pickle) gets the settings, not the
-        # channel or stream, which cannot cross a process boundary.
+        # channel or streams, which cannot cross a process boundary.
         s = self.__dict__.copy()
-        s.update(_channel=None, _stub=None, _session=None, _active=None)
+        s.update(_channel=None, _stub=None, _warm=None, _warm_pos=None, _iters=None)
         return s
+
+    def __setstate__(self, s):
+        self.__dict__.update(s)
+        self._iters = weakref.WeakSet()
 
     def _get_stub(self):
         if self._stub is None:
-            self._channel = channel(self.address)
+            self._channel = _rpc.channel(self._addr)
             self._stub = pb_grpc.LoaderStub(self._channel)
             _live.add(self)
         return self._stub
 
-    def _open_msg(self):
-        epoch, batch = self._pos
+    def _open_msg(self, pos):
+        epoch, batch = pos
         return pb.Open(
             dataset=self.dataset, rank=self.rank, world=self.world_size, batch_size=self.batch_size,
-            seed=self.seed, no_shuffle=not self.shuffle, drop_last=self.drop_last,
-            drop_last_batch=self.drop_last_batch, start_epoch=epoch, start_batch=batch,
-            epochs=0 if self.epochs is None else self.epochs - epoch, augment=self.augment,
+            seed=self.seed, no_shuffle=not self.shuffle, drop_last=self.sampler_drop_last,
+            drop_last_batch=self.drop_last, start_epoch=epoch, start_batch=batch,
+            epochs=0 if self.epochs is None else self.epochs - epoch, augment=self.spec(),
             dtype=_DTYPES[self.dtype], layout=_LAYOUTS[self.layout], transport=_TRANSPORTS[self.transport],
-            max_in_flight=self.prefetch + self.hold, include_params=self.include_params, client_name=self.name)
+            # One more than prefetch + hold: the batch a loop variable still
+            # holds while the next is requested.
+            max_in_flight=self.prefetch + self.hold + 1, include_params=self.include_params,
+            client_name=self.name)
 
-    def _open(self, wait_for_ready=False):
-        self._session = Session(self._get_stub(), self._open_msg(), pin=self.pin, wait_for_ready=wait_for_ready)
-        h = self._session.header
-        if (h.start_epoch, h.start_batch) != self._pos:
-            self._close_session()
-            raise ProtocolError(f"loaderd: asked to start at {self._pos}, the daemon starts at "
+    def _open(self, pos):
+        self.info()  # waits for a daemon that is starting; names an unknown dataset
+        s = Session(self._get_stub(), self._open_msg(pos), self._addr, pin=self.pin)
+        h = s.header
+        if (h.start_epoch, h.start_batch) != pos:
+            s.close()
+            raise ProtocolError(f"loaderd: asked to start at {pos}, the daemon starts at "
                                 f"({h.start_epoch}, {h.start_batch})")
-        return self._session
+        return s
 
-    def _receive(self):
-        """The batch at the position, or None at the end of the stream."""
-        s = self._session or self._open()
-        for attempt in range(self.reconnects + 1):
-            try:
-                b = s.next()
-                break
-            except Error as e:
-                if e.code != grpc.StatusCode.UNAVAILABLE or attempt == self.reconnects:
-                    raise
-                s = self._reconnect(e)
-        if b is None:
-            self._close_session()
-            return None
-        if (b.epoch, b.index) != self._pos:
-            raise ProtocolError(f"loaderd: expected batch {self._pos}, got ({b.epoch}, {b.index})")
-        nxt = (b.epoch, b.index + 1)
-        if nxt[1] >= s.batches_per_epoch:
-            nxt = (b.epoch + 1, 0)
-        self._pos = nxt
-        return b
+    def _take_session(self, pos):
+        if self._warm is not None:
+            s, at = self._warm, self._warm_pos
+            self._warm = self._warm_pos = None
+            if at == pos and not s.closed:
+                return s
+            s.close()
+        return self._open(pos)
 
-    def _reconnect(self, err):
-        # Batches the caller holds stay readable: their memory lives as long
-        # as their views; their acks are dropped with the old stream.
-        self._close_session()
-        deadline = time.monotonic() + self.reconnect_wait
+    def _park(self, session, pos):
+        """Keep a finished epoch's stream: its next batches are prefetched."""
+        self._close_warm()
+        self._warm, self._warm_pos = session, pos
+
+    def _close_warm(self):
+        s, self._warm, self._warm_pos = self._warm, None, None
+        if s is not None:
+            s.close()
+
+    def _reconnect(self, pos, old, err):
+        """A new stream at pos after the daemon went away, waiting up to
+        reconnect_wait for it to come back."""
+        # Tensors the caller still holds keep their data (detached); their
+        # acks go with the old stream.
+        old.close()
+        t0 = time.monotonic()
+        deadline = t0 + self.reconnect_wait
+        last, tries = err, 0
         while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise Error(f"loaderd: the stream broke at epoch {pos[0]} batch {pos[1]} and loaderd at "
+                            f"{self.address} did not come back within {self.reconnect_wait:g} s "
+                            f"(waited {time.monotonic() - t0:.1f} s, {tries} attempts); last status: "
+                            f"{last.status or last}", grpc.StatusCode.UNAVAILABLE) from err
+            tries += 1
             try:
-                grpc.channel_ready_future(self._channel).result(timeout=max(0.0, deadline - time.monotonic()))
-                return self._open(wait_for_ready=True)
-            except (grpc.FutureTimeoutError, Error) as e:
-                if isinstance(e, Error) and e.code != grpc.StatusCode.UNAVAILABLE:
+                _rpc.call_ready(self._get_stub().ListDatasets, pb.ListDatasetsRequest(), self._addr,
+                                "reconnect", left)
+                return self._open(pos)
+            except Error as e:
+                if e.code not in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
                     raise  # back, but refusing the stream (e.g. the dataset is gone)
-                if time.monotonic() >= deadline:
-                    raise Error(f"loaderd: stream lost at {self._pos} and not resumed within "
-                                f"{self.reconnect_wait}s: {e}", grpc.StatusCode.UNAVAILABLE) from err
-                time.sleep(0.1)
-
-    def _close_session(self):
-        if self._session is not None:
-            self._session.close()
-            self._session = None
-
-    def _close_active(self):
-        it = self._active() if self._active is not None else None
-        if it is not None:
-            it.close()  # ends the stream too: it is mid-epoch
-        self._active = None
-
-    def _is_active(self, it):
-        return self._active is not None and self._active() is it
+                last = e
+                time.sleep(min(0.1, max(0.0, deadline - time.monotonic())))
 
 
-def list_datasets_from(resp):
-    layouts = {pb.LAYOUT_HWC: "hwc", pb.LAYOUT_CHW: "chw"}
-    return [DatasetInfo(d.name, d.format, d.size, list(d.classes), (d.shape.height, d.shape.width, d.shape.channels),
-                        layouts.get(d.layout), d.default_augment) for d in resp.datasets]
+def _refuse_collating_dataloader():
+    """Raise if a DataLoader with a batch_size (its default is 1) is
+    creating this iterator: it would stack whole batches into [1, N, ...].
+
+    Only the frame of DataLoader's fetcher is looked into: reading a
+    frame's f_locals makes CPython keep a snapshot of its locals, which
+    must never happen to the caller's own frames (it would keep their
+    objects alive)."""
+    if _IterableDatasetFetcher is None:
+        return
+    f = sys._getframe(2)  # 0: here, 1: Dataset.__iter__, 2: who called iter()
+    if f is None or f.f_code is not _FETCHER_INIT:
+        return
+    fetcher = f.f_locals.get("self")
+    if isinstance(fetcher, _IterableDatasetFetcher) and fetcher.auto_collation:
+        raise Error("loaderd: a loaderd.Dataset yields whole batches, and this DataLoader would stack them "
+                    "again (its default batch_size=1 makes [1, N, C, H, W]): use "
+                    "DataLoader(ds, batch_size=None), or iterate the dataset directly; the daemon already "
+                    "loads, augments and batches")
 
 
 class BatchIterator:
-    """Iterates a Dataset's batches; see Dataset for when memory is released."""
+    """One pass over a Dataset's batches; see Dataset for when memory is
+    released. Independent of the dataset's other iterators."""
 
     def __init__(self, ds, epochs, pairs):
         if torch.utils.data.get_worker_info() is not None:
@@ -386,17 +513,23 @@ class BatchIterator:
             raise Error("loaderd: iterate a loaderd.Dataset in the main process: "
                         "DataLoader(ds, batch_size=None, num_workers=0), or no DataLoader at all "
                         "(the daemon does the loading)")
-        ds._close_active()
-        # Weak: an iterator the caller dropped must be collectable, so that
-        # its __del__ ends the stream.
-        ds._active = weakref.ref(self)
+        if epochs is not None and epochs < 0:
+            raise ValueError(f"loaderd: epochs {epochs} < 0")
         self._ds = ds
         self._pairs = pairs
-        self._held = collections.deque()
-        self._end = None if epochs is None else ds.position[0] + epochs
+        self._pos = ds._start()
+        self._end = None if epochs is None else self._pos[0] + epochs
         if ds.epochs is not None:
             self._end = ds.epochs if self._end is None else min(self._end, ds.epochs)
+        self._session = None
+        self._held = collections.deque()
         self._done = False
+        ds._iters.add(self)
+
+    @property
+    def position(self):
+        """(epoch, batch) of the next batch this iterator returns."""
+        return self._pos
 
     def __iter__(self):
         return self
@@ -409,8 +542,8 @@ class BatchIterator:
             while len(self._held) >= ds.hold:
                 self._held.popleft().release()
             b = None
-            if self._end is None or ds.position[0] < self._end:
-                b = ds._receive()
+            if self._end is None or self._pos[0] < self._end:
+                b = self._receive()
         except BaseException:
             self.close()
             raise
@@ -418,34 +551,66 @@ class BatchIterator:
             self._finish()
             raise StopIteration
         self._held.append(b)
+        ds._pos, ds._resume = self._pos, False
         return (b.images, b.labels) if self._pairs else b
 
-    def _finish(self):
-        # A finished epoch keeps the stream: its next batches are already
-        # in flight. The run's last epoch ends it.
-        self._release_held()
-        self._done = True
+    def _receive(self):
         ds = self._ds
-        if ds._is_active(self):
-            ds._active = None
-        if ds.epochs is not None and ds.position[0] >= ds.epochs:
-            ds._close_session()
+        s = self._session
+        if s is None:
+            s = self._session = ds._take_session(self._pos)
+        for attempt in range(ds.reconnects + 1):
+            try:
+                b = s.next()
+                break
+            except Error as e:
+                # UNAVAILABLE: the daemon is shutting down (its message names
+                # the resume point) or gone (UnreachableError): resume.
+                if e.code != grpc.StatusCode.UNAVAILABLE or attempt == ds.reconnects:
+                    raise
+                s = self._session = ds._reconnect(self._pos, s, e)
+        if b is None:
+            raise ProtocolError(f"loaderd: the stream ended before epoch {self._pos[0]} batch {self._pos[1]}")
+        if (b.epoch, b.index) != self._pos:
+            raise ProtocolError(f"loaderd: expected batch {self._pos}, got ({b.epoch}, {b.index})")
+        nxt = (b.epoch, b.index + 1)
+        if nxt[1] >= s.batches_per_epoch:
+            nxt = (b.epoch + 1, 0)
+        self._pos = nxt
+        return b
 
     def _release_held(self):
         while self._held:
             self._held.popleft().release()
 
+    def _finish(self):
+        # A finished epoch keeps its stream for the next iterator: the next
+        # epoch's batches are already in flight. The run's last epoch ends it.
+        self._release_held()
+        self._done = True
+        ds = self._ds
+        ds._pos, ds._resume = self._pos, False
+        s, self._session = self._session, None
+        if s is not None:
+            if ds.epochs is not None and self._pos[0] >= ds.epochs:
+                s.close()
+            else:
+                ds._park(s, self._pos)
+        ds._iters.discard(self)
+
     def close(self):
-        """Stop early: release held batches and end the stream (the position
-        stays after the last batch returned)."""
+        """Stop early: release held batches and end the stream. The
+        dataset's position stays after the last batch returned (state_dict);
+        its next iterator starts the epoch again."""
         if self._done:
             return
         self._done = True
         self._release_held()
-        ds = self._ds
-        if ds._is_active(self):
-            ds._active = None
-            ds._close_session()
+        s, self._session = self._session, None
+        if s is not None:
+            s.close()
+        if self._ds._iters is not None:
+            self._ds._iters.discard(self)
 
     def __del__(self):
         if sys.is_finalizing():

@@ -9,15 +9,16 @@ import re
 import signal
 import socket
 import subprocess
-import sys
 import time
 import urllib.request
 
 import numpy as np
 import pytest
 
+# The tests import the installed package (scripts/python-test.sh installs
+# it into a virtual environment and runs pytest outside the source tree);
+# ROOT is only where the daemon's Go sources are.
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "python"))
 
 import loaderd  # noqa: E402
 from loaderd import cifar  # noqa: E402
@@ -62,7 +63,7 @@ class Daemon:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"loaderd exited with {self.proc.returncode}; see {self.log.name}")
             try:
-                loaderd.list_datasets(self.address, timeout=1)
+                loaderd.list_datasets(self.address, connect_timeout=1)
                 self.metrics()
                 return
             except Exception:
@@ -100,6 +101,10 @@ class Daemon:
 
 @pytest.fixture(scope="session")
 def binary(tmp_path_factory):
+    """The daemon: $LOADERD_BIN (scripts/python-test.sh builds it once), or
+    built from this checkout."""
+    if os.environ.get("LOADERD_BIN"):
+        return pathlib.Path(os.environ["LOADERD_BIN"])
     out = tmp_path_factory.mktemp("bin") / "loaderd"
     env = dict(os.environ)
     env["PATH"] = env.get("PATH", "") + ":/usr/local/go/bin"
@@ -121,10 +126,16 @@ def data(tmp_path_factory):
     return sets
 
 
+DATASETS = {
+    "big": "synthetic:25000",  # more names than one SampleNames page
+    "exit": "synthetic:640",   # test_exit.py: tiny epochs
+}
+
 @pytest.fixture(scope="session")
 def daemon(binary, data, tmp_path_factory):
-    d = Daemon(binary, tmp_path_factory.mktemp("daemon"),
-               {name: f"cifar:{path}" for name, (path, _, _) in data.items()})
+    datasets = {name: f"cifar:{path}" for name, (path, _, _) in data.items()}
+    datasets.update(DATASETS)
+    d = Daemon(binary, tmp_path_factory.mktemp("daemon"), datasets)
     d.start()
     yield d
     d.stop()

@@ -21,7 +21,7 @@ def run(ds, epochs=1):
 
 def test_list_datasets(daemon):
     infos = {d.name: d for d in loaderd.list_datasets(daemon.address)}
-    assert sorted(infos) == ["c10", "odd"]
+    assert sorted(infos) == ["big", "c10", "exit", "odd"]
     c10 = infos["c10"]
     assert (c10.format, c10.size, c10.shape, c10.layout) == ("cifar", N, (32, 32, 3), "chw")
     assert c10.classes == list(loaderd.cifar.CLASSES)
@@ -68,7 +68,7 @@ def test_dtypes_and_pairs(open_dataset, data, dtype, torch_dtype):
 def test_world_4_ranks_are_disjoint_and_complete(open_dataset, name, n, drop_last):
     per_rank = []
     for rank in range(4):
-        ds = open_dataset(name, batch_size=32, rank=rank, world_size=4, drop_last=drop_last, augment="out=u8")
+        ds = open_dataset(name, batch_size=32, rank=rank, world_size=4, sampler_drop_last=drop_last, augment="out=u8")
         idx = [i for b in ds.batches() for i in b.indices.tolist()]
         # DistributedSampler's count: pad up, or drop the tail.
         assert len(idx) == ds.samples_per_epoch() == (n // 4 if drop_last else math.ceil(n / 4))
@@ -169,10 +169,9 @@ def test_dropping_the_iterator_releases_its_slots(open_dataset, daemon, how):
         it.close()
     elif how == "new_iterator":
         it2 = iter(ds)
-        daemon.wait_metrics(loaderd_streams=0, loaderd_slots_leased=0)  # the old one's stream ended
         next(it2)
-        daemon.wait_metrics(loaderd_streams=1)
-        del it2
+        daemon.wait_metrics(loaderd_streams=2)  # independent: both stream
+        del it, it2
     elif how == "dataset_gc":
         del it, ds
         gc.collect()
@@ -188,18 +187,21 @@ def test_finished_epoch_keeps_the_stream_for_the_next_until_close(open_dataset, 
     assert run(ds)[0][:2] == (1, 0)  # reconnects where it was
 
 
+@pytest.mark.parametrize("transport", ["shm", "inline"])
 @pytest.mark.parametrize("hold", [1, 3])
-def test_hold_keeps_the_last_batches_valid(open_dataset, hold):
-    ds = open_dataset(hold=hold, augment="out=u8", prefetch=1)
+def test_hold_releases_the_older_batches_and_kept_ones_keep_their_data(open_dataset, transport, hold):
+    ds = open_dataset(hold=hold, augment="out=u8", prefetch=1, transport=transport)
     held, copies = [], []
     for b in ds.batches():
-        held.append(b)
+        held.append(b)  # kept past their release, without clone()
         copies.append(b.images.clone())
         live = [k for k, x in enumerate(held) if not x.released]
         assert live == list(range(len(held)))[-hold:]
-        for k in live:
-            assert torch.equal(held[k].images, copies[k])  # still its own bytes
+        for k, x in enumerate(held):
+            assert torch.equal(x.images, copies[k])  # released or not, still its own bytes
     assert all(x.released for x in held)  # the epoch's end released the rest
+    ds.close()
+    assert all(torch.equal(x.images, c) for x, c in zip(held, copies))  # and after the stream ended
 
 
 def test_release_early_and_writable_views(open_dataset, data):
@@ -207,7 +209,7 @@ def test_release_early_and_writable_views(open_dataset, data):
     ds = open_dataset(augment="out=u8", hold=2)
     it = ds.batches()
     a = next(it)
-    a.images.zero_()  # in place: the batch's memory is the caller's while held
+    a.images.zero_()  # in place: private to this process
     assert a.images.sum().item() == 0
     a.release()
     a.release()  # idempotent
@@ -216,12 +218,27 @@ def test_release_early_and_writable_views(open_dataset, data):
     it.close()
 
 
-def test_len_and_drop_last_batch(open_dataset):
-    keep, drop = open_dataset("odd", batch_size=100), open_dataset("odd", batch_size=100, drop_last_batch=True)
-    assert (len(keep), len(drop)) == (11, 10)
+def test_drop_last_means_what_it_means_for_dataloader(open_dataset):
+    """drop_last skips the short last batch, as DataLoader's does (the
+    issue: drop_last=True gave 196 batches where DataLoader gives 195)."""
+    keep, drop = open_dataset("odd", batch_size=100), open_dataset("odd", batch_size=100, drop_last=True)
+    want = [len(x) for x in torch.utils.data.DataLoader(range(N_ODD), batch_size=100, drop_last=True)]
+    assert (len(keep), len(drop)) == (11, len(want)) == (11, 10)
     assert [len(b.indices) for b in keep.batches()][-1] == N_ODD % 100
-    assert {len(b.indices) for b in drop.batches()} == {100}
-    assert (len(keep), len(drop)) == (11, 10)  # from the stream header now
+    assert [len(b.indices) for b in drop.batches()] == want
+    # The old keyword is refused with what to write instead.
+    with pytest.raises(TypeError, match="sampler_drop_last"):
+        open_dataset("odd", batch_size=100, drop_last_batch=True)
+
+
+def test_sampler_drop_last_is_distributedsamplers(open_dataset):
+    for flag in (False, True):
+        ds = open_dataset("odd", batch_size=50, rank=1, world_size=4, sampler_drop_last=flag, shuffle=False,
+                          augment="out=u8")
+        sampler = torch.utils.data.DistributedSampler(range(N_ODD), num_replicas=4, rank=1, shuffle=False,
+                                                      drop_last=flag)
+        assert [i for b in ds.batches() for i in b.indices.tolist()] == list(sampler)
+        assert ds.samples_per_epoch() == len(sampler)
 
 
 def test_dataloader_with_batch_size_none(open_dataset):
@@ -230,6 +247,14 @@ def test_dataloader_with_batch_size_none(open_dataset):
     ds.set_epoch(0)
     dl = torch.utils.data.DataLoader(ds, batch_size=None, num_workers=0)
     assert [lab.tolist() for _, lab in dl] == want
+
+
+def test_dataloader_with_its_default_batch_size_is_refused(open_dataset):
+    """DataLoader(ds) would stack each batch into [1, N, C, H, W]."""
+    ds = open_dataset()
+    for dl in (torch.utils.data.DataLoader(ds), torch.utils.data.DataLoader(ds, batch_size=4)):
+        with pytest.raises(loaderd.Error, match="batch_size=None"):
+            next(iter(dl))
 
 
 def test_dataloader_workers_are_refused(open_dataset):
@@ -288,22 +313,24 @@ def test_pin(open_dataset):
     assert all(torch.equal(a[4], b[4]) for a, b in zip(pinned, plain))
 
 
-def test_a_kept_view_keeps_the_mapping_until_it_is_garbage(open_dataset):
+def test_a_kept_view_keeps_its_mapping_until_it_is_garbage(open_dataset, daemon):
     def mappings():
         with open("/proc/self/maps") as f:
             return sum("loaderd-stream" in line for line in f)
 
+    gc.collect()
     before = mappings()
     ds = open_dataset(augment="out=u8")
     it = ds.batches()
     view = next(it).images
     copy = view.clone()
-    assert mappings() == before + 1
+    assert mappings() > before
     it.close()
     ds.close()
+    daemon.wait_metrics(loaderd_streams=0, loaderd_slots_leased=0)  # the daemon has the slot back
     gc.collect()
-    assert mappings() == before + 1  # released, but still mapped: reading it cannot crash
-    assert view.shape == copy.shape and view.sum().item() >= 0
+    assert mappings() == before + 1  # this batch's, detached: reading it cannot crash
+    assert torch.equal(view, copy)
     del view
     gc.collect()
     assert mappings() == before

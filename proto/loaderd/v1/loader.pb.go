@@ -1505,6 +1505,147 @@ func (x *AugmentParams) GetFlip() []bool {
 	return nil
 }
 
+// SampleNamesRequest asks for the names of the samples start, start+1, ...,
+// start+count-1 of one dataset.
+type SampleNamesRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Registered dataset name (see Dataset.name); NOT_FOUND if unknown.
+	Dataset string `protobuf:"bytes,1,opt,name=dataset,proto3" json:"dataset,omitempty"`
+	// First dataset index, 0 <= start <= Dataset.size (start == size answers
+	// no names: the end of a paginated walk).
+	Start int64 `protobuf:"varint,2,opt,name=start,proto3" json:"start,omitempty"`
+	// Number of names wanted, 1..10000.
+	Count         int32 `protobuf:"varint,3,opt,name=count,proto3" json:"count,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SampleNamesRequest) Reset() {
+	*x = SampleNamesRequest{}
+	mi := &file_loaderd_v1_loader_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SampleNamesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SampleNamesRequest) ProtoMessage() {}
+
+func (x *SampleNamesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_loaderd_v1_loader_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SampleNamesRequest.ProtoReflect.Descriptor instead.
+func (*SampleNamesRequest) Descriptor() ([]byte, []int) {
+	return file_loaderd_v1_loader_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *SampleNamesRequest) GetDataset() string {
+	if x != nil {
+		return x.Dataset
+	}
+	return ""
+}
+
+func (x *SampleNamesRequest) GetStart() int64 {
+	if x != nil {
+		return x.Start
+	}
+	return 0
+}
+
+func (x *SampleNamesRequest) GetCount() int32 {
+	if x != nil {
+		return x.Count
+	}
+	return 0
+}
+
+// SampleNamesResponse holds the names of consecutive dataset indices.
+type SampleNamesResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Echo of SampleNamesRequest.start: the index of names[0].
+	Start int64 `protobuf:"varint,1,opt,name=start,proto3" json:"start,omitempty"`
+	// Name of each index from start, in order: min(count, size - start) of
+	// them: a file's or an archive member's name, as the source reports it.
+	Names []string `protobuf:"bytes,2,rep,name=names,proto3" json:"names,omitempty"`
+	// Whether the source has names; false means each name is the decimal
+	// index.
+	Named bool `protobuf:"varint,3,opt,name=named,proto3" json:"named,omitempty"`
+	// Samples in the dataset (Dataset.size): the end of a paginated walk.
+	Size          int64 `protobuf:"varint,4,opt,name=size,proto3" json:"size,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SampleNamesResponse) Reset() {
+	*x = SampleNamesResponse{}
+	mi := &file_loaderd_v1_loader_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SampleNamesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SampleNamesResponse) ProtoMessage() {}
+
+func (x *SampleNamesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_loaderd_v1_loader_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SampleNamesResponse.ProtoReflect.Descriptor instead.
+func (*SampleNamesResponse) Descriptor() ([]byte, []int) {
+	return file_loaderd_v1_loader_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *SampleNamesResponse) GetStart() int64 {
+	if x != nil {
+		return x.Start
+	}
+	return 0
+}
+
+func (x *SampleNamesResponse) GetNames() []string {
+	if x != nil {
+		return x.Names
+	}
+	return nil
+}
+
+func (x *SampleNamesResponse) GetNamed() bool {
+	if x != nil {
+		return x.Named
+	}
+	return false
+}
+
+func (x *SampleNamesResponse) GetSize() int64 {
+	if x != nil {
+		return x.Size
+	}
+	return 0
+}
+
 var File_loaderd_v1_loader_proto protoreflect.FileDescriptor
 
 const file_loaderd_v1_loader_proto_rawDesc = "" +
@@ -1615,7 +1756,16 @@ const file_loaderd_v1_loader_proto_rawDesc = "" +
 	"\rAugmentParams\x12\x10\n" +
 	"\x03top\x18\x01 \x03(\x05R\x03top\x12\x12\n" +
 	"\x04left\x18\x02 \x03(\x05R\x04left\x12\x12\n" +
-	"\x04flip\x18\x03 \x03(\bR\x04flip*Z\n" +
+	"\x04flip\x18\x03 \x03(\bR\x04flip\"Z\n" +
+	"\x12SampleNamesRequest\x12\x18\n" +
+	"\adataset\x18\x01 \x01(\tR\adataset\x12\x14\n" +
+	"\x05start\x18\x02 \x01(\x03R\x05start\x12\x14\n" +
+	"\x05count\x18\x03 \x01(\x05R\x05count\"k\n" +
+	"\x13SampleNamesResponse\x12\x14\n" +
+	"\x05start\x18\x01 \x01(\x03R\x05start\x12\x14\n" +
+	"\x05names\x18\x02 \x03(\tR\x05names\x12\x14\n" +
+	"\x05named\x18\x03 \x01(\bR\x05named\x12\x12\n" +
+	"\x04size\x18\x04 \x01(\x03R\x04size*Z\n" +
 	"\x05DType\x12\x15\n" +
 	"\x11DTYPE_UNSPECIFIED\x10\x00\x12\f\n" +
 	"\bDTYPE_U8\x10\x01\x12\r\n" +
@@ -1632,10 +1782,11 @@ const file_loaderd_v1_loader_proto_rawDesc = "" +
 	"\tTransport\x12\x19\n" +
 	"\x15TRANSPORT_UNSPECIFIED\x10\x00\x12\x14\n" +
 	"\x10TRANSPORT_INLINE\x10\x01\x12\x11\n" +
-	"\rTRANSPORT_SHM\x10\x022\x9d\x01\n" +
+	"\rTRANSPORT_SHM\x10\x022\xed\x01\n" +
 	"\x06Loader\x12Q\n" +
 	"\fListDatasets\x12\x1f.loaderd.v1.ListDatasetsRequest\x1a .loaderd.v1.ListDatasetsResponse\x12@\n" +
-	"\x06Stream\x12\x19.loaderd.v1.StreamRequest\x1a\x17.loaderd.v1.StreamReply(\x010\x01B7Z5github.com/loaderd/loaderd/proto/loaderd/v1;loaderdv1b\x06proto3"
+	"\x06Stream\x12\x19.loaderd.v1.StreamRequest\x1a\x17.loaderd.v1.StreamReply(\x010\x01\x12N\n" +
+	"\vSampleNames\x12\x1e.loaderd.v1.SampleNamesRequest\x1a\x1f.loaderd.v1.SampleNamesResponseB7Z5github.com/loaderd/loaderd/proto/loaderd/v1;loaderdv1b\x06proto3"
 
 var (
 	file_loaderd_v1_loader_proto_rawDescOnce sync.Once
@@ -1650,7 +1801,7 @@ func file_loaderd_v1_loader_proto_rawDescGZIP() []byte {
 }
 
 var file_loaderd_v1_loader_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_loaderd_v1_loader_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
+var file_loaderd_v1_loader_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
 var file_loaderd_v1_loader_proto_goTypes = []any{
 	(DType)(0),                   // 0: loaderd.v1.DType
 	(Layout)(0),                  // 1: loaderd.v1.Layout
@@ -1668,6 +1819,8 @@ var file_loaderd_v1_loader_proto_goTypes = []any{
 	(*Batch)(nil),                // 13: loaderd.v1.Batch
 	(*ShmRef)(nil),               // 14: loaderd.v1.ShmRef
 	(*AugmentParams)(nil),        // 15: loaderd.v1.AugmentParams
+	(*SampleNamesRequest)(nil),   // 16: loaderd.v1.SampleNamesRequest
+	(*SampleNamesResponse)(nil),  // 17: loaderd.v1.SampleNamesResponse
 }
 var file_loaderd_v1_loader_proto_depIdxs = []int32{
 	5,  // 0: loaderd.v1.ListDatasetsResponse.datasets:type_name -> loaderd.v1.Dataset
@@ -1690,10 +1843,12 @@ var file_loaderd_v1_loader_proto_depIdxs = []int32{
 	15, // 17: loaderd.v1.Batch.params:type_name -> loaderd.v1.AugmentParams
 	3,  // 18: loaderd.v1.Loader.ListDatasets:input_type -> loaderd.v1.ListDatasetsRequest
 	7,  // 19: loaderd.v1.Loader.Stream:input_type -> loaderd.v1.StreamRequest
-	4,  // 20: loaderd.v1.Loader.ListDatasets:output_type -> loaderd.v1.ListDatasetsResponse
-	10, // 21: loaderd.v1.Loader.Stream:output_type -> loaderd.v1.StreamReply
-	20, // [20:22] is the sub-list for method output_type
-	18, // [18:20] is the sub-list for method input_type
+	16, // 20: loaderd.v1.Loader.SampleNames:input_type -> loaderd.v1.SampleNamesRequest
+	4,  // 21: loaderd.v1.Loader.ListDatasets:output_type -> loaderd.v1.ListDatasetsResponse
+	10, // 22: loaderd.v1.Loader.Stream:output_type -> loaderd.v1.StreamReply
+	17, // 23: loaderd.v1.Loader.SampleNames:output_type -> loaderd.v1.SampleNamesResponse
+	21, // [21:24] is the sub-list for method output_type
+	18, // [18:21] is the sub-list for method input_type
 	18, // [18:18] is the sub-list for extension type_name
 	18, // [18:18] is the sub-list for extension extendee
 	0,  // [0:18] is the sub-list for field type_name
@@ -1722,7 +1877,7 @@ func file_loaderd_v1_loader_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_loaderd_v1_loader_proto_rawDesc), len(file_loaderd_v1_loader_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   13,
+			NumMessages:   15,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

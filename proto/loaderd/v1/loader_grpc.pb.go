@@ -36,6 +36,7 @@ const _ = grpc.SupportPackageIsVersion9
 const (
 	Loader_ListDatasets_FullMethodName = "/loaderd.v1.Loader/ListDatasets"
 	Loader_Stream_FullMethodName       = "/loaderd.v1.Loader/Stream"
+	Loader_SampleNames_FullMethodName  = "/loaderd.v1.Loader/SampleNames"
 )
 
 // LoaderClient is the client API for Loader service.
@@ -89,6 +90,21 @@ type LoaderClient interface {
 	//	                    timeout (30 s by default).
 	//	CANCELLED           the client cancelled the call.
 	Stream(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[StreamRequest, StreamReply], error)
+	// SampleNames maps dataset indices to the names of the samples' files or
+	// archive members (what Batch.indices point at), so a trainer can trace a
+	// bad sample or a misclassified image back to its file. A source without
+	// names answers each index's decimal string (SampleNamesResponse.named is
+	// then false). Paginated: one call covers at most 10,000 indices; fewer
+	// come back at the dataset's end.
+	//
+	// Status codes (besides those gRPC itself may return):
+	//
+	//	INVALID_ARGUMENT    start below 0 or past the dataset's size, count
+	//	                    outside 1..10000, or a dataset name over 256
+	//	                    bytes.
+	//	NOT_FOUND           dataset is not registered.
+	//	UNAVAILABLE         the daemon is shutting down or gone.
+	SampleNames(ctx context.Context, in *SampleNamesRequest, opts ...grpc.CallOption) (*SampleNamesResponse, error)
 }
 
 type loaderClient struct {
@@ -121,6 +137,16 @@ func (c *loaderClient) Stream(ctx context.Context, opts ...grpc.CallOption) (grp
 
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Loader_StreamClient = grpc.BidiStreamingClient[StreamRequest, StreamReply]
+
+func (c *loaderClient) SampleNames(ctx context.Context, in *SampleNamesRequest, opts ...grpc.CallOption) (*SampleNamesResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SampleNamesResponse)
+	err := c.cc.Invoke(ctx, Loader_SampleNames_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
 
 // LoaderServer is the server API for Loader service.
 // All implementations must embed UnimplementedLoaderServer
@@ -173,6 +199,21 @@ type LoaderServer interface {
 	//	                    timeout (30 s by default).
 	//	CANCELLED           the client cancelled the call.
 	Stream(grpc.BidiStreamingServer[StreamRequest, StreamReply]) error
+	// SampleNames maps dataset indices to the names of the samples' files or
+	// archive members (what Batch.indices point at), so a trainer can trace a
+	// bad sample or a misclassified image back to its file. A source without
+	// names answers each index's decimal string (SampleNamesResponse.named is
+	// then false). Paginated: one call covers at most 10,000 indices; fewer
+	// come back at the dataset's end.
+	//
+	// Status codes (besides those gRPC itself may return):
+	//
+	//	INVALID_ARGUMENT    start below 0 or past the dataset's size, count
+	//	                    outside 1..10000, or a dataset name over 256
+	//	                    bytes.
+	//	NOT_FOUND           dataset is not registered.
+	//	UNAVAILABLE         the daemon is shutting down or gone.
+	SampleNames(context.Context, *SampleNamesRequest) (*SampleNamesResponse, error)
 	mustEmbedUnimplementedLoaderServer()
 }
 
@@ -188,6 +229,9 @@ func (UnimplementedLoaderServer) ListDatasets(context.Context, *ListDatasetsRequ
 }
 func (UnimplementedLoaderServer) Stream(grpc.BidiStreamingServer[StreamRequest, StreamReply]) error {
 	return status.Error(codes.Unimplemented, "method Stream not implemented")
+}
+func (UnimplementedLoaderServer) SampleNames(context.Context, *SampleNamesRequest) (*SampleNamesResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method SampleNames not implemented")
 }
 func (UnimplementedLoaderServer) mustEmbedUnimplementedLoaderServer() {}
 func (UnimplementedLoaderServer) testEmbeddedByValue()                {}
@@ -235,6 +279,24 @@ func _Loader_Stream_Handler(srv interface{}, stream grpc.ServerStream) error {
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Loader_StreamServer = grpc.BidiStreamingServer[StreamRequest, StreamReply]
 
+func _Loader_SampleNames_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SampleNamesRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(LoaderServer).SampleNames(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Loader_SampleNames_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(LoaderServer).SampleNames(ctx, req.(*SampleNamesRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Loader_ServiceDesc is the grpc.ServiceDesc for Loader service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -245,6 +307,10 @@ var Loader_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ListDatasets",
 			Handler:    _Loader_ListDatasets_Handler,
+		},
+		{
+			MethodName: "SampleNames",
+			Handler:    _Loader_SampleNames_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

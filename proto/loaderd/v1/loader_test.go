@@ -134,6 +134,8 @@ func TestServiceMethods(t *testing.T) {
 			"loaderd.v1.ListDatasetsRequest", "loaderd.v1.ListDatasetsResponse"},
 		{"Stream", pb.Loader_Stream_FullMethodName, true, true,
 			"loaderd.v1.StreamRequest", "loaderd.v1.StreamReply"},
+		{"SampleNames", pb.Loader_SampleNames_FullMethodName, false, false,
+			"loaderd.v1.SampleNamesRequest", "loaderd.v1.SampleNamesResponse"},
 	}
 	svc := pb.File_loaderd_v1_loader_proto.Services().ByName("Loader")
 	if svc == nil || svc.FullName() != "loaderd.v1.Loader" || pb.Loader_ServiceDesc.ServiceName != "loaderd.v1.Loader" {

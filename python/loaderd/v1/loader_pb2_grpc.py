@@ -24,6 +24,11 @@ class LoaderStub(object):
         request_serializer=loaderd_dot_v1_dot_loader__pb2.StreamRequest.SerializeToString,
         response_deserializer=loaderd_dot_v1_dot_loader__pb2.StreamReply.FromString,
         )
+    self.SampleNames = channel.unary_unary(
+        '/loaderd.v1.Loader/SampleNames',
+        request_serializer=loaderd_dot_v1_dot_loader__pb2.SampleNamesRequest.SerializeToString,
+        response_deserializer=loaderd_dot_v1_dot_loader__pb2.SampleNamesResponse.FromString,
+        )
 
 
 class LoaderServicer(object):
@@ -32,8 +37,10 @@ class LoaderServicer(object):
 
   def ListDatasets(self, request, context):
     """ListDatasets describes every dataset the daemon registered, sorted by
-    name. It fails only with UNAVAILABLE (daemon shutting down) or the
-    transport's codes.
+    name.
+
+    Status codes (besides those gRPC itself may return):
+    UNAVAILABLE         the daemon is shutting down or gone.
     """
     context.set_code(grpc.StatusCode.UNIMPLEMENTED)
     context.set_details('Method not implemented!')
@@ -50,20 +57,51 @@ class LoaderServicer(object):
     releases everything it holds and asks the server to stop; the server
     then ends with OK. Cancelling the call also releases every slot.
 
-    Status codes:
+    Status codes (besides those gRPC itself may return):
     INVALID_ARGUMENT    first message not an Open, a second Open, a bad
-    Open field (rank >= world, batch_size <= 0, start
-    position past the end, unparsable augment spec,
-    dtype/layout that contradict the spec), or an Ack
-    of a seq that was never sent or already acked.
+    Open field (rank >= world, batch_size outside
+    1..16384, max_in_flight over 32, start position
+    past the end, unparsable augment spec, dtype or
+    layout that contradict the spec, an inline batch
+    over 256 MiB, a string over its limit), or an
+    Ack of a seq that was never sent or is already
+    acked. Every problem of an Open is named at once.
     NOT_FOUND           Open.dataset is not registered.
-    FAILED_PRECONDITION TRANSPORT_SHM asked for, but the daemon has no
-    shared region (it never falls back silently).
-    RESOURCE_EXHAUSTED  the daemon serves as many streams as it allows.
-    DATA_LOSS           a corrupt record; the message names file and record.
-    UNAVAILABLE         daemon shutting down; resume with a new Stream from
-    the position after the last batch consumed.
-    CANCELLED           the client cancelled.
+    RESOURCE_EXHAUSTED  the daemon serves as many streams as it allows,
+    or the stream's batch memory does not fit in what
+    its memory limit leaves (the message says how
+    much it needs and how much is free).
+    DATA_LOSS           a sample cannot be read (corrupt or truncated
+    record, wrong size) under the daemon's fail
+    policy; the message names the file and record.
+    INTERNAL            a dataset broke its contract (an index it should
+    hold is out of range); a daemon bug, not the
+    client's.
+    UNAVAILABLE         the daemon is shutting down; the message names the
+    position to resume from with a new Stream.
+    DEADLINE_EXCEEDED   a finite stream sent its last batch, but the client
+    did not ack every batch within the daemon's ack
+    timeout (30 s by default).
+    CANCELLED           the client cancelled the call.
+    """
+    context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+    context.set_details('Method not implemented!')
+    raise NotImplementedError('Method not implemented!')
+
+  def SampleNames(self, request, context):
+    """SampleNames maps dataset indices to the names of the samples' files or
+    archive members (what Batch.indices point at), so a trainer can trace a
+    bad sample or a misclassified image back to its file. A source without
+    names answers each index's decimal string (SampleNamesResponse.named is
+    then false). Paginated: one call covers at most 10,000 indices; fewer
+    come back at the dataset's end.
+
+    Status codes (besides those gRPC itself may return):
+    INVALID_ARGUMENT    start below 0 or past the dataset's size, count
+    outside 1..10000, or a dataset name over 256
+    bytes.
+    NOT_FOUND           dataset is not registered.
+    UNAVAILABLE         the daemon is shutting down or gone.
     """
     context.set_code(grpc.StatusCode.UNIMPLEMENTED)
     context.set_details('Method not implemented!')
@@ -81,6 +119,11 @@ def add_LoaderServicer_to_server(servicer, server):
           servicer.Stream,
           request_deserializer=loaderd_dot_v1_dot_loader__pb2.StreamRequest.FromString,
           response_serializer=loaderd_dot_v1_dot_loader__pb2.StreamReply.SerializeToString,
+      ),
+      'SampleNames': grpc.unary_unary_rpc_method_handler(
+          servicer.SampleNames,
+          request_deserializer=loaderd_dot_v1_dot_loader__pb2.SampleNamesRequest.FromString,
+          response_serializer=loaderd_dot_v1_dot_loader__pb2.SampleNamesResponse.SerializeToString,
       ),
   }
   generic_handler = grpc.method_handlers_generic_handler(

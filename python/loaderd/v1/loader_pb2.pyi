@@ -1,0 +1,247 @@
+from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from typing import ClassVar as _ClassVar, Iterable as _Iterable, Mapping as _Mapping, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+DTYPE_BF16: DType
+DTYPE_F16: DType
+DTYPE_F32: DType
+DTYPE_U8: DType
+DTYPE_UNSPECIFIED: DType
+LAYOUT_CHW: Layout
+LAYOUT_HWC: Layout
+LAYOUT_UNSPECIFIED: Layout
+TRANSPORT_INLINE: Transport
+TRANSPORT_SHM: Transport
+TRANSPORT_UNSPECIFIED: Transport
+
+class Ack(_message.Message):
+    __slots__ = ["seqs"]
+    SEQS_FIELD_NUMBER: _ClassVar[int]
+    seqs: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, seqs: _Optional[_Iterable[int]] = ...) -> None: ...
+
+class AugmentParams(_message.Message):
+    __slots__ = ["flip", "left", "top"]
+    FLIP_FIELD_NUMBER: _ClassVar[int]
+    LEFT_FIELD_NUMBER: _ClassVar[int]
+    TOP_FIELD_NUMBER: _ClassVar[int]
+    flip: _containers.RepeatedScalarFieldContainer[bool]
+    left: _containers.RepeatedScalarFieldContainer[int]
+    top: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, top: _Optional[_Iterable[int]] = ..., left: _Optional[_Iterable[int]] = ..., flip: _Optional[_Iterable[bool]] = ...) -> None: ...
+
+class Batch(_message.Message):
+    __slots__ = ["batch_index", "data", "dtype", "epoch", "indices", "labels", "layout", "params", "seq", "shape", "shm"]
+    BATCH_INDEX_FIELD_NUMBER: _ClassVar[int]
+    DATA_FIELD_NUMBER: _ClassVar[int]
+    DTYPE_FIELD_NUMBER: _ClassVar[int]
+    EPOCH_FIELD_NUMBER: _ClassVar[int]
+    INDICES_FIELD_NUMBER: _ClassVar[int]
+    LABELS_FIELD_NUMBER: _ClassVar[int]
+    LAYOUT_FIELD_NUMBER: _ClassVar[int]
+    PARAMS_FIELD_NUMBER: _ClassVar[int]
+    SEQ_FIELD_NUMBER: _ClassVar[int]
+    SHAPE_FIELD_NUMBER: _ClassVar[int]
+    SHM_FIELD_NUMBER: _ClassVar[int]
+    batch_index: int
+    data: bytes
+    dtype: DType
+    epoch: int
+    indices: _containers.RepeatedScalarFieldContainer[int]
+    labels: _containers.RepeatedScalarFieldContainer[int]
+    layout: Layout
+    params: AugmentParams
+    seq: int
+    shape: _containers.RepeatedScalarFieldContainer[int]
+    shm: ShmRef
+    def __init__(self, seq: _Optional[int] = ..., epoch: _Optional[int] = ..., batch_index: _Optional[int] = ..., indices: _Optional[_Iterable[int]] = ..., labels: _Optional[_Iterable[int]] = ..., dtype: _Optional[_Union[DType, str]] = ..., layout: _Optional[_Union[Layout, str]] = ..., shape: _Optional[_Iterable[int]] = ..., data: _Optional[bytes] = ..., shm: _Optional[_Union[ShmRef, _Mapping]] = ..., params: _Optional[_Union[AugmentParams, _Mapping]] = ...) -> None: ...
+
+class Dataset(_message.Message):
+    __slots__ = ["classes", "default_augment", "format", "layout", "name", "shape", "size"]
+    CLASSES_FIELD_NUMBER: _ClassVar[int]
+    DEFAULT_AUGMENT_FIELD_NUMBER: _ClassVar[int]
+    FORMAT_FIELD_NUMBER: _ClassVar[int]
+    LAYOUT_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    SHAPE_FIELD_NUMBER: _ClassVar[int]
+    SIZE_FIELD_NUMBER: _ClassVar[int]
+    classes: _containers.RepeatedScalarFieldContainer[str]
+    default_augment: str
+    format: str
+    layout: Layout
+    name: str
+    shape: ImageShape
+    size: int
+    def __init__(self, name: _Optional[str] = ..., format: _Optional[str] = ..., size: _Optional[int] = ..., classes: _Optional[_Iterable[str]] = ..., shape: _Optional[_Union[ImageShape, _Mapping]] = ..., layout: _Optional[_Union[Layout, str]] = ..., default_augment: _Optional[str] = ...) -> None: ...
+
+class ImageShape(_message.Message):
+    __slots__ = ["channels", "height", "width"]
+    CHANNELS_FIELD_NUMBER: _ClassVar[int]
+    HEIGHT_FIELD_NUMBER: _ClassVar[int]
+    WIDTH_FIELD_NUMBER: _ClassVar[int]
+    channels: int
+    height: int
+    width: int
+    def __init__(self, height: _Optional[int] = ..., width: _Optional[int] = ..., channels: _Optional[int] = ...) -> None: ...
+
+class ListDatasetsRequest(_message.Message):
+    __slots__ = []
+    def __init__(self) -> None: ...
+
+class ListDatasetsResponse(_message.Message):
+    __slots__ = ["datasets"]
+    DATASETS_FIELD_NUMBER: _ClassVar[int]
+    datasets: _containers.RepeatedCompositeFieldContainer[Dataset]
+    def __init__(self, datasets: _Optional[_Iterable[_Union[Dataset, _Mapping]]] = ...) -> None: ...
+
+class Open(_message.Message):
+    __slots__ = ["augment", "batch_size", "client_name", "dataset", "drop_last", "drop_last_batch", "dtype", "epochs", "include_params", "layout", "max_in_flight", "no_shuffle", "rank", "seed", "start_batch", "start_epoch", "transport", "world"]
+    AUGMENT_FIELD_NUMBER: _ClassVar[int]
+    BATCH_SIZE_FIELD_NUMBER: _ClassVar[int]
+    CLIENT_NAME_FIELD_NUMBER: _ClassVar[int]
+    DATASET_FIELD_NUMBER: _ClassVar[int]
+    DROP_LAST_BATCH_FIELD_NUMBER: _ClassVar[int]
+    DROP_LAST_FIELD_NUMBER: _ClassVar[int]
+    DTYPE_FIELD_NUMBER: _ClassVar[int]
+    EPOCHS_FIELD_NUMBER: _ClassVar[int]
+    INCLUDE_PARAMS_FIELD_NUMBER: _ClassVar[int]
+    LAYOUT_FIELD_NUMBER: _ClassVar[int]
+    MAX_IN_FLIGHT_FIELD_NUMBER: _ClassVar[int]
+    NO_SHUFFLE_FIELD_NUMBER: _ClassVar[int]
+    RANK_FIELD_NUMBER: _ClassVar[int]
+    SEED_FIELD_NUMBER: _ClassVar[int]
+    START_BATCH_FIELD_NUMBER: _ClassVar[int]
+    START_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    TRANSPORT_FIELD_NUMBER: _ClassVar[int]
+    WORLD_FIELD_NUMBER: _ClassVar[int]
+    augment: str
+    batch_size: int
+    client_name: str
+    dataset: str
+    drop_last: bool
+    drop_last_batch: bool
+    dtype: DType
+    epochs: int
+    include_params: bool
+    layout: Layout
+    max_in_flight: int
+    no_shuffle: bool
+    rank: int
+    seed: int
+    start_batch: int
+    start_epoch: int
+    transport: Transport
+    world: int
+    def __init__(self, dataset: _Optional[str] = ..., rank: _Optional[int] = ..., world: _Optional[int] = ..., batch_size: _Optional[int] = ..., seed: _Optional[int] = ..., no_shuffle: bool = ..., drop_last: bool = ..., drop_last_batch: bool = ..., start_epoch: _Optional[int] = ..., start_batch: _Optional[int] = ..., epochs: _Optional[int] = ..., augment: _Optional[str] = ..., dtype: _Optional[_Union[DType, str]] = ..., layout: _Optional[_Union[Layout, str]] = ..., transport: _Optional[_Union[Transport, str]] = ..., max_in_flight: _Optional[int] = ..., include_params: bool = ..., client_name: _Optional[str] = ...) -> None: ...
+
+class SampleNamesRequest(_message.Message):
+    __slots__ = ["count", "dataset", "start"]
+    COUNT_FIELD_NUMBER: _ClassVar[int]
+    DATASET_FIELD_NUMBER: _ClassVar[int]
+    START_FIELD_NUMBER: _ClassVar[int]
+    count: int
+    dataset: str
+    start: int
+    def __init__(self, dataset: _Optional[str] = ..., start: _Optional[int] = ..., count: _Optional[int] = ...) -> None: ...
+
+class SampleNamesResponse(_message.Message):
+    __slots__ = ["named", "names", "size", "start"]
+    NAMED_FIELD_NUMBER: _ClassVar[int]
+    NAMES_FIELD_NUMBER: _ClassVar[int]
+    SIZE_FIELD_NUMBER: _ClassVar[int]
+    START_FIELD_NUMBER: _ClassVar[int]
+    named: bool
+    names: _containers.RepeatedScalarFieldContainer[str]
+    size: int
+    start: int
+    def __init__(self, start: _Optional[int] = ..., names: _Optional[_Iterable[str]] = ..., named: bool = ..., size: _Optional[int] = ...) -> None: ...
+
+class ShmRef(_message.Message):
+    __slots__ = ["generation", "length", "offset", "slot"]
+    GENERATION_FIELD_NUMBER: _ClassVar[int]
+    LENGTH_FIELD_NUMBER: _ClassVar[int]
+    OFFSET_FIELD_NUMBER: _ClassVar[int]
+    SLOT_FIELD_NUMBER: _ClassVar[int]
+    generation: int
+    length: int
+    offset: int
+    slot: int
+    def __init__(self, slot: _Optional[int] = ..., generation: _Optional[int] = ..., offset: _Optional[int] = ..., length: _Optional[int] = ...) -> None: ...
+
+class ShmRegion(_message.Message):
+    __slots__ = ["fd_socket", "locked", "path", "size", "slot_count", "slot_size", "token"]
+    FD_SOCKET_FIELD_NUMBER: _ClassVar[int]
+    LOCKED_FIELD_NUMBER: _ClassVar[int]
+    PATH_FIELD_NUMBER: _ClassVar[int]
+    SIZE_FIELD_NUMBER: _ClassVar[int]
+    SLOT_COUNT_FIELD_NUMBER: _ClassVar[int]
+    SLOT_SIZE_FIELD_NUMBER: _ClassVar[int]
+    TOKEN_FIELD_NUMBER: _ClassVar[int]
+    fd_socket: str
+    locked: bool
+    path: str
+    size: int
+    slot_count: int
+    slot_size: int
+    token: bytes
+    def __init__(self, path: _Optional[str] = ..., size: _Optional[int] = ..., slot_size: _Optional[int] = ..., slot_count: _Optional[int] = ..., locked: bool = ..., fd_socket: _Optional[str] = ..., token: _Optional[bytes] = ...) -> None: ...
+
+class StreamHeader(_message.Message):
+    __slots__ = ["augment", "batch_size", "batches_per_epoch", "dataset_size", "dtype", "layout", "max_in_flight", "sample_bytes", "sample_shape", "samples_per_epoch", "shm", "start_batch", "start_epoch", "transport"]
+    AUGMENT_FIELD_NUMBER: _ClassVar[int]
+    BATCHES_PER_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    BATCH_SIZE_FIELD_NUMBER: _ClassVar[int]
+    DATASET_SIZE_FIELD_NUMBER: _ClassVar[int]
+    DTYPE_FIELD_NUMBER: _ClassVar[int]
+    LAYOUT_FIELD_NUMBER: _ClassVar[int]
+    MAX_IN_FLIGHT_FIELD_NUMBER: _ClassVar[int]
+    SAMPLES_PER_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    SAMPLE_BYTES_FIELD_NUMBER: _ClassVar[int]
+    SAMPLE_SHAPE_FIELD_NUMBER: _ClassVar[int]
+    SHM_FIELD_NUMBER: _ClassVar[int]
+    START_BATCH_FIELD_NUMBER: _ClassVar[int]
+    START_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    TRANSPORT_FIELD_NUMBER: _ClassVar[int]
+    augment: str
+    batch_size: int
+    batches_per_epoch: int
+    dataset_size: int
+    dtype: DType
+    layout: Layout
+    max_in_flight: int
+    sample_bytes: int
+    sample_shape: _containers.RepeatedScalarFieldContainer[int]
+    samples_per_epoch: int
+    shm: ShmRegion
+    start_batch: int
+    start_epoch: int
+    transport: Transport
+    def __init__(self, dataset_size: _Optional[int] = ..., samples_per_epoch: _Optional[int] = ..., batches_per_epoch: _Optional[int] = ..., batch_size: _Optional[int] = ..., dtype: _Optional[_Union[DType, str]] = ..., layout: _Optional[_Union[Layout, str]] = ..., sample_shape: _Optional[_Iterable[int]] = ..., sample_bytes: _Optional[int] = ..., augment: _Optional[str] = ..., transport: _Optional[_Union[Transport, str]] = ..., max_in_flight: _Optional[int] = ..., shm: _Optional[_Union[ShmRegion, _Mapping]] = ..., start_epoch: _Optional[int] = ..., start_batch: _Optional[int] = ...) -> None: ...
+
+class StreamReply(_message.Message):
+    __slots__ = ["batch", "header"]
+    BATCH_FIELD_NUMBER: _ClassVar[int]
+    HEADER_FIELD_NUMBER: _ClassVar[int]
+    batch: Batch
+    header: StreamHeader
+    def __init__(self, header: _Optional[_Union[StreamHeader, _Mapping]] = ..., batch: _Optional[_Union[Batch, _Mapping]] = ...) -> None: ...
+
+class StreamRequest(_message.Message):
+    __slots__ = ["ack", "open"]
+    ACK_FIELD_NUMBER: _ClassVar[int]
+    OPEN_FIELD_NUMBER: _ClassVar[int]
+    ack: Ack
+    open: Open
+    def __init__(self, open: _Optional[_Union[Open, _Mapping]] = ..., ack: _Optional[_Union[Ack, _Mapping]] = ...) -> None: ...
+
+class DType(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = []
+
+class Layout(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = []
+
+class Transport(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = []
