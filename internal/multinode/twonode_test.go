@@ -105,6 +105,7 @@ func startNode(t *testing.T, dir, dataset string) string {
 	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		select {
 		case err := <-exited:
+			exited <- err // for the cleanup, which waits on it
 			t.Fatalf("the daemon of %s exited: %v", dir, err)
 		default:
 		}
