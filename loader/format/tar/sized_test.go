@@ -9,7 +9,6 @@ import (
 	"image/jpeg"
 	"os"
 	"path/filepath"
-	"runtime/debug"
 	"slices"
 	"testing"
 
@@ -282,10 +281,7 @@ func TestSizedSteadyStateAllocs(t *testing.T) {
 	}
 	var i int64
 	sz := &sizer{p: pipe}
-	// A collection triggered by another test empties the sync.Pool of
-	// decoders; that is the runtime, not this path, allocating.
-	defer debug.SetGCPercent(debug.SetGCPercent(-1))
-	if n := testing.AllocsPerRun(100, func() {
+	if n := allocsPerRun(100, func() {
 		sz.idx = i
 		_, pix, h, w, d, err := ts.SampleSized(i%ts.Len(), buf, sz)
 		if err == nil {
