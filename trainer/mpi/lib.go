@@ -7,6 +7,8 @@ import (
 	"unsafe"
 
 	"github.com/ebitengine/purego"
+
+	"github.com/loaderd/loaderd/internal/dynlib"
 )
 
 // Names are the library files Load tries, in order: Open MPI's ABI
@@ -75,46 +77,29 @@ func Load(path string) (*Lib, error) {
 	if path != "" {
 		names = []string{path}
 	}
-	var errs []string
-	for _, n := range names {
-		// RTLD_GLOBAL: Open MPI's plugins resolve libmpi's symbols globally.
-		h, err := purego.Dlopen(n, purego.RTLD_NOW|purego.RTLD_GLOBAL)
-		if err != nil {
-			errs = append(errs, err.Error())
-			continue
-		}
-		l := &Lib{path: n, handle: h}
-		if err := l.bind(); err != nil {
-			purego.Dlclose(h)
-			return nil, err
-		}
-		return l, nil
+	h, n, err := dynlib.OpenFirst(names)
+	if err != nil {
+		return nil, fmt.Errorf("%w: tried %s (install Open MPI: libopenmpi3): %v", ErrNotFound, strings.Join(names, ", "), err)
 	}
-	return nil, fmt.Errorf("%w: tried %s (install Open MPI: libopenmpi3): %s", ErrNotFound,
-		strings.Join(names, ", "), strings.Join(errs, "; "))
+	l := &Lib{path: n, handle: h}
+	if err := l.bind(); err != nil {
+		purego.Dlclose(h)
+		return nil, err
+	}
+	return l, nil
 }
 
 // bind checks every symbol with Dlsym before registering it, because
 // purego.RegisterFunc panics on a missing one.
 func (l *Lib) bind() error {
-	funcs := []struct {
-		fptr any
-		name string
-	}{
-		{&l.initThread, "MPI_Init_thread"}, {&l.initialized, "MPI_Initialized"},
-		{&l.finalized, "MPI_Finalized"}, {&l.finalize, "MPI_Finalize"},
-		{&l.commRank, "MPI_Comm_rank"}, {&l.commSize, "MPI_Comm_size"},
-		{&l.setErrh, "MPI_Comm_set_errhandler"}, {&l.allreduce, "MPI_Allreduce"},
-		{&l.reduce, "MPI_Reduce"}, {&l.bcast, "MPI_Bcast"}, {&l.errorString, "MPI_Error_string"},
-	}
-	for _, f := range funcs {
-		p, err := l.sym(f.name)
-		if err != nil {
-			return err
-		}
-		if err := register(f.fptr, p, f.name); err != nil {
-			return err
-		}
+	if err := dynlib.Bind(l.handle, []dynlib.Func{
+		{Ptr: &l.initThread, Name: "MPI_Init_thread"}, {Ptr: &l.initialized, Name: "MPI_Initialized"},
+		{Ptr: &l.finalized, Name: "MPI_Finalized"}, {Ptr: &l.finalize, Name: "MPI_Finalize"},
+		{Ptr: &l.commRank, Name: "MPI_Comm_rank"}, {Ptr: &l.commSize, Name: "MPI_Comm_size"},
+		{Ptr: &l.setErrh, Name: "MPI_Comm_set_errhandler"}, {Ptr: &l.allreduce, Name: "MPI_Allreduce"},
+		{Ptr: &l.reduce, Name: "MPI_Reduce"}, {Ptr: &l.bcast, Name: "MPI_Bcast"}, {Ptr: &l.errorString, Name: "MPI_Error_string"},
+	}); err != nil {
+		return l.bindError(err)
 	}
 	for _, h := range []struct {
 		dst  *uintptr
@@ -133,23 +118,20 @@ func (l *Lib) bind() error {
 }
 
 func (l *Lib) sym(name string) (uintptr, error) {
-	p, err := purego.Dlsym(l.handle, name)
-	if err != nil || p == 0 {
-		return 0, fmt.Errorf("%w %s in %s", ErrSymbol, name, l.path)
+	p, err := dynlib.Sym(l.handle, name)
+	if err != nil {
+		return 0, l.bindError(err)
 	}
 	return p, nil
 }
 
-// register wraps purego.RegisterFunc, turning its panic (a Go signature it
-// cannot map) into an error.
-func register(fptr any, p uintptr, name string) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("mpi: binding %s: %v", name, r)
-		}
-	}()
-	purego.RegisterFunc(fptr, p)
-	return nil
+// bindError names a missing symbol under ErrSymbol.
+func (l *Lib) bindError(err error) error {
+	var me *dynlib.MissingError
+	if errors.As(err, &me) {
+		return fmt.Errorf("%w %s in %s", ErrSymbol, me.Name, l.path)
+	}
+	return fmt.Errorf("mpi: %w", err)
 }
 
 // Path returns the file the library was loaded from.

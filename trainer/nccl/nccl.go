@@ -10,6 +10,8 @@ import (
 	"github.com/loaderd/loaderd/trainer/cuda/driver"
 	"github.com/loaderd/loaderd/trainer/parallel"
 	"github.com/loaderd/loaderd/trainer/tensor"
+
+	"github.com/loaderd/loaderd/internal/dynlib"
 )
 
 // Names are the library files Load tries.
@@ -68,50 +70,31 @@ func Load(path string) (*Lib, error) {
 	if path != "" {
 		names = []string{path}
 	}
-	var errs []string
-	for _, n := range names {
-		h, err := purego.Dlopen(n, purego.RTLD_NOW|purego.RTLD_GLOBAL)
-		if err != nil {
-			errs = append(errs, err.Error())
-			continue
-		}
-		l := &Lib{path: n, handle: h}
-		if err := l.bind(); err != nil {
-			purego.Dlclose(h)
-			return nil, err
-		}
-		return l, nil
+	h, n, err := dynlib.OpenFirst(names)
+	if err != nil {
+		return nil, fmt.Errorf("%w: tried %s: %v", ErrNotFound, strings.Join(names, ", "), err)
 	}
-	return nil, fmt.Errorf("%w: tried %s: %s", ErrNotFound, strings.Join(names, ", "), strings.Join(errs, "; "))
+	l := &Lib{path: n, handle: h}
+	if err := l.bind(); err != nil {
+		purego.Dlclose(h)
+		return nil, err
+	}
+	return l, nil
 }
 
 func (l *Lib) bind() error {
-	for _, f := range []struct {
-		fptr any
-		name string
-	}{
-		{&l.getUniqueID, "ncclGetUniqueId"}, {&l.commInitRank, "ncclCommInitRank"},
-		{&l.allReduce, "ncclAllReduce"}, {&l.reduce, "ncclReduce"}, {&l.broadcast, "ncclBroadcast"},
-		{&l.commDestroy, "ncclCommDestroy"}, {&l.commAbort, "ncclCommAbort"}, {&l.errorString, "ncclGetErrorString"},
-	} {
-		p, err := purego.Dlsym(l.handle, f.name)
-		if err != nil || p == 0 {
-			return fmt.Errorf("%w %s in %s", ErrSymbol, f.name, l.path)
-		}
-		if err := register(f.fptr, p, f.name); err != nil {
-			return err
-		}
+	err := dynlib.Bind(l.handle, []dynlib.Func{
+		{Ptr: &l.getUniqueID, Name: "ncclGetUniqueId"}, {Ptr: &l.commInitRank, Name: "ncclCommInitRank"},
+		{Ptr: &l.allReduce, Name: "ncclAllReduce"}, {Ptr: &l.reduce, Name: "ncclReduce"}, {Ptr: &l.broadcast, Name: "ncclBroadcast"},
+		{Ptr: &l.commDestroy, Name: "ncclCommDestroy"}, {Ptr: &l.commAbort, Name: "ncclCommAbort"}, {Ptr: &l.errorString, Name: "ncclGetErrorString"},
+	})
+	var me *dynlib.MissingError
+	if errors.As(err, &me) {
+		return fmt.Errorf("%w %s in %s", ErrSymbol, me.Name, l.path)
 	}
-	return nil
-}
-
-func register(fptr any, p uintptr, name string) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("nccl: binding %s: %v", name, r)
-		}
-	}()
-	purego.RegisterFunc(fptr, p)
+	if err != nil {
+		return fmt.Errorf("nccl: %w", err)
+	}
 	return nil
 }
 

@@ -5,6 +5,8 @@ import (
 	"unsafe"
 
 	"github.com/ebitengine/purego"
+
+	"github.com/loaderd/loaderd/internal/dynlib"
 )
 
 // CUBLASNames are the file names LoadCUBLAS tries.
@@ -52,13 +54,13 @@ func LoadCUBLAS(o Options) (*CUBLAS, error) {
 		return nil, err
 	}
 	c := &CUBLAS{lib: l}
-	err = l.bind([]sym{
-		{&c.Create, "cublasCreate_v2"},
-		{&c.Destroy, "cublasDestroy_v2"},
-		{&c.SetStream, "cublasSetStream_v2"},
-		{&c.SetMath, "cublasSetMathMode"},
-		{&c.Sgemm, "cublasSgemm_v2"},
-		{&c.GemmEx, "cublasGemmEx"},
+	err = l.bind([]dynlib.Func{
+		{Ptr: &c.Create, Name: "cublasCreate_v2"},
+		{Ptr: &c.Destroy, Name: "cublasDestroy_v2"},
+		{Ptr: &c.SetStream, Name: "cublasSetStream_v2"},
+		{Ptr: &c.SetMath, Name: "cublasSetMathMode"},
+		{Ptr: &c.Sgemm, Name: "cublasSgemm_v2"},
+		{Ptr: &c.GemmEx, Name: "cublasGemmEx"},
 	})
 	if err != nil {
 		l.close()

@@ -5,6 +5,8 @@ import (
 	"unsafe"
 
 	"github.com/ebitengine/purego"
+
+	"github.com/loaderd/loaderd/internal/dynlib"
 )
 
 // Handles of the CUDA driver API, as opaque pointers.
@@ -106,36 +108,36 @@ func LoadCUDA(o Options) (*CUDA, error) {
 		return nil, err
 	}
 	c := &CUDA{lib: l}
-	err = l.bind([]sym{
-		{&c.Init, "cuInit"},
-		{&c.DriverGetVersion, "cuDriverGetVersion"},
-		{&c.DeviceGetCount, "cuDeviceGetCount"},
-		{&c.DeviceGet, "cuDeviceGet"},
-		{&c.DeviceGetName, "cuDeviceGetName"},
-		{&c.DeviceTotalMem, "cuDeviceTotalMem_v2"},
-		{&c.DeviceGetAttribute, "cuDeviceGetAttribute"},
-		{&c.DevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain"},
-		{&c.DevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2"},
-		{&c.CtxCreate, "cuCtxCreate_v2"},
-		{&c.CtxDestroy, "cuCtxDestroy_v2"},
-		{&c.CtxSetCurrent, "cuCtxSetCurrent"},
-		{&c.MemAlloc, "cuMemAlloc_v2"},
-		{&c.MemFree, "cuMemFree_v2"},
-		{&c.MemGetInfo, "cuMemGetInfo_v2"},
-		{&c.MemsetD32Async, "cuMemsetD32Async"},
-		{&c.MemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2"},
-		{&c.MemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2"},
-		{&c.MemcpyDtoDAsync, "cuMemcpyDtoDAsync_v2"},
-		{&c.MemHostRegister, "cuMemHostRegister_v2"},
-		{&c.MemHostUnregister, "cuMemHostUnregister"},
-		{&c.StreamCreate, "cuStreamCreate"},
-		{&c.StreamSynchronize, "cuStreamSynchronize"},
-		{&c.StreamDestroy, "cuStreamDestroy_v2"},
-		{&c.ModuleLoadData, "cuModuleLoadData"},
-		{&c.ModuleUnload, "cuModuleUnload"},
-		{&c.ModuleGetFunction, "cuModuleGetFunction"},
-		{&c.LaunchKernel, "cuLaunchKernel"},
-		{&c.GetErrorString, "cuGetErrorString"},
+	err = l.bind([]dynlib.Func{
+		{Ptr: &c.Init, Name: "cuInit"},
+		{Ptr: &c.DriverGetVersion, Name: "cuDriverGetVersion"},
+		{Ptr: &c.DeviceGetCount, Name: "cuDeviceGetCount"},
+		{Ptr: &c.DeviceGet, Name: "cuDeviceGet"},
+		{Ptr: &c.DeviceGetName, Name: "cuDeviceGetName"},
+		{Ptr: &c.DeviceTotalMem, Name: "cuDeviceTotalMem_v2"},
+		{Ptr: &c.DeviceGetAttribute, Name: "cuDeviceGetAttribute"},
+		{Ptr: &c.DevicePrimaryCtxRetain, Name: "cuDevicePrimaryCtxRetain"},
+		{Ptr: &c.DevicePrimaryCtxRelease, Name: "cuDevicePrimaryCtxRelease_v2"},
+		{Ptr: &c.CtxCreate, Name: "cuCtxCreate_v2"},
+		{Ptr: &c.CtxDestroy, Name: "cuCtxDestroy_v2"},
+		{Ptr: &c.CtxSetCurrent, Name: "cuCtxSetCurrent"},
+		{Ptr: &c.MemAlloc, Name: "cuMemAlloc_v2"},
+		{Ptr: &c.MemFree, Name: "cuMemFree_v2"},
+		{Ptr: &c.MemGetInfo, Name: "cuMemGetInfo_v2"},
+		{Ptr: &c.MemsetD32Async, Name: "cuMemsetD32Async"},
+		{Ptr: &c.MemcpyHtoDAsync, Name: "cuMemcpyHtoDAsync_v2"},
+		{Ptr: &c.MemcpyDtoHAsync, Name: "cuMemcpyDtoHAsync_v2"},
+		{Ptr: &c.MemcpyDtoDAsync, Name: "cuMemcpyDtoDAsync_v2"},
+		{Ptr: &c.MemHostRegister, Name: "cuMemHostRegister_v2"},
+		{Ptr: &c.MemHostUnregister, Name: "cuMemHostUnregister"},
+		{Ptr: &c.StreamCreate, Name: "cuStreamCreate"},
+		{Ptr: &c.StreamSynchronize, Name: "cuStreamSynchronize"},
+		{Ptr: &c.StreamDestroy, Name: "cuStreamDestroy_v2"},
+		{Ptr: &c.ModuleLoadData, Name: "cuModuleLoadData"},
+		{Ptr: &c.ModuleUnload, Name: "cuModuleUnload"},
+		{Ptr: &c.ModuleGetFunction, Name: "cuModuleGetFunction"},
+		{Ptr: &c.LaunchKernel, Name: "cuLaunchKernel"},
+		{Ptr: &c.GetErrorString, Name: "cuGetErrorString"},
 	})
 	if err != nil {
 		l.close()

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/loaderd/loaderd/internal/dynlib"
 )
 
 func TestOpenMissingIsTypedError(t *testing.T) {
@@ -51,12 +53,12 @@ func TestBindMissingSymbol(t *testing.T) {
 	}
 	defer l.close()
 	var f func() int32
-	err = l.bind([]sym{{&f, "loaderd_no_such_function"}})
+	err = l.bind([]dynlib.Func{{Ptr: &f, Name: "loaderd_no_such_function"}})
 	if !errors.Is(err, ErrSymbol) || f != nil {
 		t.Fatalf("bind missing symbol: err %v, f set %v", err, f != nil)
 	}
 	var getpid func() int32
-	if err := l.bind([]sym{{&getpid, "getpid"}}); err != nil {
+	if err := l.bind([]dynlib.Func{{Ptr: &getpid, Name: "getpid"}}); err != nil {
 		t.Fatal(err)
 	}
 	if got := getpid(); int(got) != os.Getpid() {

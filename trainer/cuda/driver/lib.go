@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"github.com/ebitengine/purego"
+
+	"github.com/loaderd/loaderd/internal/dynlib"
 )
 
 // ErrNotFound reports a library that none of the searched paths provides.
@@ -211,37 +213,17 @@ func open(what string, o Options, names []string, skip func(string) bool) (*lib,
 	return nil, e
 }
 
-// sym is one binding: a pointer to a Go func variable and its C name.
-type sym struct {
-	fptr any
-	name string
-}
-
-// bind registers every symbol after checking it exists with Dlsym, because
-// purego.RegisterLibFunc panics on a missing one. It returns the first
-// missing name, wrapped in ErrSymbol.
-func (l *lib) bind(syms []sym) error {
-	for _, s := range syms {
-		p, err := purego.Dlsym(l.handle, s.name)
-		if err != nil || p == 0 {
-			return &LibError{What: l.what, Err: fmt.Errorf("%w %s in %s", ErrSymbol, s.name, l.path)}
-		}
-		if err := register(s.fptr, p, s.name); err != nil {
-			return &LibError{What: l.what, Err: err}
-		}
+// bind registers every function after checking it exists (dynlib.Bind).
+// A missing one is wrapped in ErrSymbol.
+func (l *lib) bind(funcs []dynlib.Func) error {
+	err := dynlib.Bind(l.handle, funcs)
+	var me *dynlib.MissingError
+	if errors.As(err, &me) {
+		return &LibError{What: l.what, Err: fmt.Errorf("%w %s in %s", ErrSymbol, me.Name, l.path)}
 	}
-	return nil
-}
-
-// register wraps purego.RegisterFunc, turning its panics (a Go signature
-// it cannot map) into errors.
-func register(fptr any, p uintptr, name string) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("driver: binding %s: %v", name, r)
-		}
-	}()
-	purego.RegisterFunc(fptr, p)
+	if err != nil {
+		return &LibError{What: l.what, Err: fmt.Errorf("driver: %w", err)}
+	}
 	return nil
 }
 

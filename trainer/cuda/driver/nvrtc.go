@@ -5,6 +5,8 @@ import (
 	"runtime"
 	"strings"
 	"unsafe"
+
+	"github.com/loaderd/loaderd/internal/dynlib"
 )
 
 // NVRTCNames are the file names LoadNVRTC tries, newest CUDA first; the
@@ -52,16 +54,16 @@ func LoadNVRTC(o Options) (*NVRTC, error) {
 		return nil, err
 	}
 	n := &NVRTC{lib: l}
-	err = l.bind([]sym{
-		{&n.version, "nvrtcVersion"},
-		{&n.createProgram, "nvrtcCreateProgram"},
-		{&n.compileProgram, "nvrtcCompileProgram"},
-		{&n.getPTXSize, "nvrtcGetPTXSize"},
-		{&n.getPTX, "nvrtcGetPTX"},
-		{&n.getLogSize, "nvrtcGetProgramLogSize"},
-		{&n.getLog, "nvrtcGetProgramLog"},
-		{&n.destroyProgram, "nvrtcDestroyProgram"},
-		{&n.getErrorString, "nvrtcGetErrorString"},
+	err = l.bind([]dynlib.Func{
+		{Ptr: &n.version, Name: "nvrtcVersion"},
+		{Ptr: &n.createProgram, Name: "nvrtcCreateProgram"},
+		{Ptr: &n.compileProgram, Name: "nvrtcCompileProgram"},
+		{Ptr: &n.getPTXSize, Name: "nvrtcGetPTXSize"},
+		{Ptr: &n.getPTX, Name: "nvrtcGetPTX"},
+		{Ptr: &n.getLogSize, Name: "nvrtcGetProgramLogSize"},
+		{Ptr: &n.getLog, Name: "nvrtcGetProgramLog"},
+		{Ptr: &n.destroyProgram, Name: "nvrtcDestroyProgram"},
+		{Ptr: &n.getErrorString, Name: "nvrtcGetErrorString"},
 	})
 	if err != nil {
 		l.close()

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"testing"
 	"unsafe"
+
+	"github.com/loaderd/loaderd/internal/dynlib"
 )
 
 // fakeC records the arguments of the calls that go through
@@ -59,7 +61,7 @@ func TestRawCallABI(t *testing.T) {
 	}
 	defer l.close()
 	var gotFn func() *uint64
-	if err := l.bind([]sym{{&gotFn, "fake_got"}}); err != nil {
+	if err := l.bind([]dynlib.Func{{Ptr: &gotFn, Name: "fake_got"}}); err != nil {
 		t.Fatal(err)
 	}
 	got := unsafe.Slice(gotFn(), 11)

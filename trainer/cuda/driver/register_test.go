@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"testing"
 	"unsafe"
+
+	"github.com/loaderd/loaderd/internal/dynlib"
 )
 
 // Every binding's Go signature must be one purego can call: register each
@@ -29,7 +31,7 @@ func TestSignaturesRegister(t *testing.T) {
 				continue
 			}
 			fp := reflect.NewAt(f.Type(), unsafe.Pointer(f.UnsafeAddr())).Interface()
-			if err := register(fp, p, s.Type().Field(i).Name); err != nil {
+			if err := dynlib.Register(fp, p, s.Type().Field(i).Name); err != nil {
 				t.Errorf("%T.%s: %v", v, s.Type().Field(i).Name, err)
 			}
 			n++
