@@ -9,14 +9,7 @@ if have; then
   echo "mpi-setup: Open MPI already installed"
   exit 0
 fi
-sudo=""
-[ "$(id -u)" -eq 0 ] || sudo="sudo"
-# The image's docker-clean hook deletes downloaded .debs after every dpkg
-# call; an install split over several dpkg calls then fails. Clear it here.
-conf=$(mktemp)
-printf '#clear DPkg::Post-Invoke;\n' >"$conf"
-$sudo apt-get update -q
-DEBIAN_FRONTEND=noninteractive $sudo apt-get -c "$conf" install -y -q --no-install-recommends openmpi-bin libopenmpi3
-rm -f "$conf"
+. "$(dirname "$0")/lib/apt.sh"
+apt_ensure mpi-setup openmpi-bin libopenmpi3
 have || { echo "mpi-setup: Open MPI still missing after install" >&2; exit 1; }
 echo "mpi-setup: installed $(mpirun --version 2>/dev/null | head -n 1)"
