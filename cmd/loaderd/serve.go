@@ -8,6 +8,8 @@ import (
 	"strconv"
 
 	"github.com/loaderd/loaderd/internal/server"
+
+	"github.com/loaderd/loaderd/internal/bytesize"
 )
 
 func serveMain(ctx context.Context, args []string) error {
@@ -41,12 +43,12 @@ func serveMain(ctx context.Context, args []string) error {
 	}
 	cfg.UnixMode = os.FileMode(mode)
 	if *cacheBytes != "" {
-		if cfg.CacheBytes, err = server.ParseBytes(*cacheBytes); err != nil {
+		if cfg.CacheBytes, err = bytesize.Parse(*cacheBytes); err != nil {
 			return fmt.Errorf("serve: --cache-bytes: %w", err)
 		}
 	}
 	if *memLimit != "" {
-		if cfg.MemoryLimit, err = server.ParseBytes(*memLimit); err != nil {
+		if cfg.MemoryLimit, err = bytesize.Parse(*memLimit); err != nil {
 			return fmt.Errorf("serve: --memory-limit: %w", err)
 		}
 	}

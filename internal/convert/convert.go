@@ -14,6 +14,8 @@ import (
 
 	"github.com/loaderd/loaderd/augment"
 	"github.com/loaderd/loaderd/loader"
+
+	"github.com/loaderd/loaderd/internal/bytesize"
 )
 
 // Options describe one conversion.
@@ -55,7 +57,7 @@ func (s Summary) String() string {
 	rate := float64(s.Samples+s.Skipped) / max(s.Elapsed.Seconds(), 1e-9)
 	fmt.Fprintf(&b, "converted %s\n       to %s\n", s.From, s.To)
 	fmt.Fprintf(&b, "  samples  %d (%v, %d classes)\n", s.Samples, s.Spec, len(s.Classes))
-	fmt.Fprintf(&b, "  files    %d, %s\n", len(s.Files), humanBytes(s.Bytes))
+	fmt.Fprintf(&b, "  files    %d, %s\n", len(s.Files), bytesize.Format(s.Bytes))
 	fmt.Fprintf(&b, "  time     %v (%.0f images/s)\n", s.Elapsed.Round(time.Millisecond), rate)
 	if s.Skipped > 0 {
 		fmt.Fprintf(&b, "  skipped  %d unreadable samples:\n", s.Skipped)
@@ -67,18 +69,6 @@ func (s Summary) String() string {
 		}
 	}
 	return b.String()
-}
-
-func humanBytes(n int64) string {
-	switch {
-	case n >= 1<<30:
-		return fmt.Sprintf("%.2f GiB", float64(n)/(1<<30))
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%d B", n)
 }
 
 // ErrOptions marks a problem with Options.

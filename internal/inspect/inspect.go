@@ -14,6 +14,8 @@ import (
 
 	"github.com/loaderd/loaderd/augment"
 	"github.com/loaderd/loaderd/loader"
+
+	"github.com/loaderd/loaderd/internal/bytesize"
 )
 
 // Options describe one inspection.
@@ -236,9 +238,9 @@ func diskBytes(spec string) int64 {
 func (r Report) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "source   %s\n", r.Source)
-	fmt.Fprintf(&b, "samples  %d of %v, %d bytes each (%s decoded", r.Len, r.Spec, r.SampleBytes, human(r.Len*r.SampleBytes))
+	fmt.Fprintf(&b, "samples  %d of %v, %d bytes each (%s decoded", r.Len, r.Spec, r.SampleBytes, bytesize.Format(r.Len*r.SampleBytes))
 	if r.FileBytes > 0 {
-		fmt.Fprintf(&b, ", %s on disk", human(r.FileBytes))
+		fmt.Fprintf(&b, ", %s on disk", bytesize.Format(r.FileBytes))
 	}
 	fmt.Fprintf(&b, ")\n")
 	if r.Decoder != "" {
@@ -269,18 +271,6 @@ func (r Report) String() string {
 		b.WriteString("\n")
 	}
 	return b.String()
-}
-
-func human(n int64) string {
-	switch {
-	case n >= 1<<30:
-		return fmt.Sprintf("%.2f GiB", float64(n)/(1<<30))
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%d B", n)
 }
 
 var errNoSamples = errors.New("inspect: no samples to draw")

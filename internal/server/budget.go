@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/loaderd/loaderd/internal/bytesize"
 )
 
 // ErrOverBudget: the daemon's memory limit leaves no room for what was asked.
@@ -45,7 +47,7 @@ func (b *budget) reserve(kind string, n int64) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if free := b.limit - b.totalLocked(); n > free {
-		return fmt.Errorf("%w: needs %s, %s of %s free", ErrOverBudget, bytesString(n), bytesString(max(free, 0)), bytesString(b.limit))
+		return fmt.Errorf("%w: needs %s, %s of %s free", ErrOverBudget, bytesize.Format(n), bytesize.Format(max(free, 0)), bytesize.Format(b.limit))
 	}
 	b.used[kind] += n
 	return nil
@@ -102,37 +104,4 @@ func memTotal() int64 {
 		}
 	}
 	return 0
-}
-
-// bytesString prints n in the largest binary unit that keeps it readable.
-func bytesString(n int64) string {
-	switch {
-	case n >= 1<<30:
-		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%d B", n)
-}
-
-// ParseBytes parses a size such as 2GiB, 512MiB, 1.5G or 1048576.
-func ParseBytes(s string) (int64, error) {
-	t := strings.TrimSpace(s)
-	mult := int64(1)
-	for _, u := range []struct {
-		suffix string
-		mult   int64
-	}{{"TiB", 1 << 40}, {"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}, {"T", 1 << 40}, {"G", 1 << 30}, {"M", 1 << 20}, {"K", 1 << 10}, {"B", 1}} {
-		if strings.HasSuffix(t, u.suffix) {
-			t, mult = strings.TrimSuffix(t, u.suffix), u.mult
-			break
-		}
-	}
-	v, err := strconv.ParseFloat(strings.TrimSpace(t), 64)
-	if err != nil || v < 0 || v*float64(mult) > 1<<62 {
-		return 0, fmt.Errorf("size %q: want a number of bytes, optionally with KiB, MiB, GiB or TiB", s)
-	}
-	return int64(v * float64(mult)), nil
 }

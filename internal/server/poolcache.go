@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/loaderd/loaderd/pinned"
+
+	"github.com/loaderd/loaderd/internal/bytesize"
 )
 
 // poolCache hands out the streams' pinned pools, each reserved in the
@@ -64,7 +66,7 @@ func (c *poolCache) get(slotSize, slots int, shared bool) (*pinned.Pool, error) 
 			break
 		}
 		if !c.evictOldest() {
-			return nil, fmt.Errorf("batch memory of %d slots of %s: %w", slots, bytesString(int64(slotSize)), err)
+			return nil, fmt.Errorf("batch memory of %d slots of %s: %w", slots, bytesize.Format(int64(slotSize)), err)
 		}
 	}
 	p, err := pinned.New(pinned.Config{SlotSize: slotSize, Slots: slots, Shared: shared, Name: "loaderd-stream"})

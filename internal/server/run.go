@@ -12,6 +12,8 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/loaderd/loaderd/loader"
+
+	"github.com/loaderd/loaderd/internal/bytesize"
 )
 
 // Run serves until ctx is done or a listener fails, then shuts down:
@@ -88,7 +90,7 @@ func Run(ctx context.Context, c Config, log *slog.Logger, ready func(addrs []str
 	for _, d := range datasets {
 		log.Info("dataset", "name", d.Name, "source", d.Source.String(), "samples", d.Source.Len(), "augment", d.Augment)
 	}
-	log.Info("serving", "addrs", addrs, "workers", c.Workers, "memory_limit", bytesString(c.MemoryLimit))
+	log.Info("serving", "addrs", addrs, "workers", c.Workers, "memory_limit", bytesize.Format(c.MemoryLimit))
 	if ready != nil {
 		ready(addrs)
 	}
