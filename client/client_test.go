@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"log/slog"
 	"net"
 	"strings"
 	"sync"
@@ -19,6 +18,7 @@ import (
 	"github.com/loaderd/loaderd/augment"
 	"github.com/loaderd/loaderd/client"
 	"github.com/loaderd/loaderd/internal/server"
+	"github.com/loaderd/loaderd/internal/servertest"
 	"github.com/loaderd/loaderd/loader/format/synthetic"
 	pb "github.com/loaderd/loaderd/proto/loaderd/v1"
 	"github.com/loaderd/loaderd/sampler"
@@ -27,18 +27,9 @@ import (
 // startDaemon serves n synthetic images as "train" on a loopback port.
 func startDaemon(t testing.TB, n int64) *client.Client {
 	t.Helper()
-	srv, err := server.New(server.Options{Workers: 2, Logger: slog.New(slog.DiscardHandler), AckTimeout: 10 * time.Second},
+	_, addr := servertest.Start(t, server.Options{},
 		&server.Dataset{Name: "train", Spec: "synthetic", Source: synthetic.New(n, 0)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go srv.Serve(lis)
-	t.Cleanup(func() { srv.Shutdown(context.Background()) })
-	c, err := client.Dial(lis.Addr().String())
+	c, err := client.Dial(addr)
 	if err != nil {
 		t.Fatal(err)
 	}

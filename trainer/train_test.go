@@ -4,9 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"log/slog"
 	"math"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,6 +13,7 @@ import (
 
 	"github.com/loaderd/loaderd/client"
 	"github.com/loaderd/loaderd/internal/server"
+	"github.com/loaderd/loaderd/internal/servertest"
 	"github.com/loaderd/loaderd/loader/format/synthetic"
 	"github.com/loaderd/loaderd/sampler"
 	"github.com/loaderd/loaderd/trainer"
@@ -25,19 +24,10 @@ import (
 // (another seed: the same classes, different images) on a loopback port.
 func startDaemon(t testing.TB, n, nval int64) *client.Client {
 	t.Helper()
-	srv, err := server.New(server.Options{Workers: 2, Logger: slog.New(slog.DiscardHandler), AckTimeout: 10 * time.Second},
+	_, addr := servertest.Start(t, server.Options{},
 		&server.Dataset{Name: "train", Spec: "synthetic", Source: synthetic.New(n, 0)},
 		&server.Dataset{Name: "val", Spec: "synthetic", Source: synthetic.New(nval, 7)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go srv.Serve(lis)
-	t.Cleanup(func() { srv.Shutdown(context.Background()) })
-	c, err := client.Dial(lis.Addr().String())
+	c, err := client.Dial(addr)
 	if err != nil {
 		t.Fatal(err)
 	}

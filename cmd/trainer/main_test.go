@@ -1,18 +1,15 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
-	"log/slog"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/loaderd/loaderd/internal/server"
+	"github.com/loaderd/loaderd/internal/servertest"
 	"github.com/loaderd/loaderd/loader/format/synthetic"
 	"github.com/loaderd/loaderd/trainer"
 )
@@ -68,19 +65,10 @@ func TestDevicesCommand(t *testing.T) {
 }
 
 func startDaemon(t *testing.T) string {
-	srv, err := server.New(server.Options{Workers: 2, Logger: slog.New(slog.DiscardHandler), AckTimeout: 10 * time.Second},
+	_, addr := servertest.Start(t, server.Options{},
 		&server.Dataset{Name: "train", Spec: "synthetic", Source: synthetic.New(256, 0)},
 		&server.Dataset{Name: "val", Spec: "synthetic", Source: synthetic.New(64, 3)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go srv.Serve(lis)
-	t.Cleanup(func() { srv.Shutdown(context.Background()) })
-	return lis.Addr().String()
+	return addr
 }
 
 // TestTrainCommand trains the MLP for one short epoch through the command,

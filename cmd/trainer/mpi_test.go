@@ -3,11 +3,8 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"fmt"
-	"log/slog"
 	"math"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,6 +16,7 @@ import (
 	"time"
 
 	"github.com/loaderd/loaderd/internal/server"
+	"github.com/loaderd/loaderd/internal/servertest"
 	"github.com/loaderd/loaderd/loader/format/synthetic"
 	"github.com/loaderd/loaderd/trainer"
 	"github.com/loaderd/loaderd/trainer/mpi"
@@ -294,16 +292,7 @@ func TestMPITrain(t *testing.T) {
 
 // startDaemonN serves n synthetic samples as "train" on a loopback port.
 func startDaemonN(t *testing.T, n int64) string {
-	srv, err := server.New(server.Options{Workers: 2, Logger: slog.New(slog.DiscardHandler), AckTimeout: 10 * time.Second},
+	_, addr := servertest.Start(t, server.Options{},
 		&server.Dataset{Name: "train", Spec: "synthetic", Source: synthetic.New(n, 0)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go srv.Serve(lis)
-	t.Cleanup(func() { srv.Shutdown(context.Background()) })
-	return lis.Addr().String()
+	return addr
 }
