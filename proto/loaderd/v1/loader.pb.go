@@ -605,7 +605,15 @@ type Open struct {
 	IncludeParams bool `protobuf:"varint,17,opt,name=include_params,json=includeParams,proto3" json:"include_params,omitempty"`
 	// Free-form label for the daemon's logs, e.g. "resnet18/rank3"; the logs
 	// keep its first 64 bytes.
-	ClientName    string `protobuf:"bytes,18,opt,name=client_name,json=clientName,proto3" json:"client_name,omitempty"`
+	ClientName string `protobuf:"bytes,18,opt,name=client_name,json=clientName,proto3" json:"client_name,omitempty"`
+	// Elastic resume: how many entries of start_epoch's global order (the
+	// shuffled, unpadded list of dataset indices all ranks share) a run under
+	// another world size already consumed, 0 <= start_offset <= dataset size.
+	// The rest of start_epoch, entries [start_offset, N), is shared anew by
+	// this stream's world (padding or drop_last applied to the rest), and
+	// start_batch counts batches of that share; later epochs are whole. 0 (the
+	// default) is an ordinary start. See docs/RESUME.md.
+	StartOffset   int64 `protobuf:"varint,19,opt,name=start_offset,json=startOffset,proto3" json:"start_offset,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -766,6 +774,13 @@ func (x *Open) GetClientName() string {
 	return ""
 }
 
+func (x *Open) GetStartOffset() int64 {
+	if x != nil {
+		return x.StartOffset
+	}
+	return 0
+}
+
 // Ack tells the server the client is done with some batches: their
 // shared-memory slots may be reused and the window opens by one per seq.
 // Every batch must be acked exactly once, whatever the transport. Acks go by
@@ -774,7 +789,12 @@ func (x *Open) GetClientName() string {
 type Ack struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Batch.seq values, in any order; a client may batch several acks.
-	Seqs          []uint64 `protobuf:"varint,1,rep,packed,name=seqs,proto3" json:"seqs,omitempty"`
+	Seqs []uint64 `protobuf:"varint,1,rep,packed,name=seqs,proto3" json:"seqs,omitempty"`
+	// How long the client's caller waited for each batch, in nanoseconds,
+	// parallel to seqs: from asking for the batch to having it (0 when it was
+	// already there). Empty from clients that do not measure it. The daemon
+	// exports it as the client-wait histogram and --workers auto steers by it.
+	WaitNs        []uint64 `protobuf:"varint,2,rep,packed,name=wait_ns,json=waitNs,proto3" json:"wait_ns,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -812,6 +832,13 @@ func (*Ack) Descriptor() ([]byte, []int) {
 func (x *Ack) GetSeqs() []uint64 {
 	if x != nil {
 		return x.Seqs
+	}
+	return nil
+}
+
+func (x *Ack) GetWaitNs() []uint64 {
+	if x != nil {
+		return x.WaitNs
 	}
 	return nil
 }
@@ -940,7 +967,9 @@ type StreamHeader struct {
 	// Echo of where the stream starts: epoch and batch index of seq 0.
 	StartEpoch int64 `protobuf:"varint,13,opt,name=start_epoch,json=startEpoch,proto3" json:"start_epoch,omitempty"`
 	// Batch index within start_epoch of seq 0.
-	StartBatch    int64 `protobuf:"varint,14,opt,name=start_batch,json=startBatch,proto3" json:"start_batch,omitempty"`
+	StartBatch int64 `protobuf:"varint,14,opt,name=start_batch,json=startBatch,proto3" json:"start_batch,omitempty"`
+	// Echo of Open.start_offset.
+	StartOffset   int64 `protobuf:"varint,15,opt,name=start_offset,json=startOffset,proto3" json:"start_offset,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1069,6 +1098,13 @@ func (x *StreamHeader) GetStartEpoch() int64 {
 func (x *StreamHeader) GetStartBatch() int64 {
 	if x != nil {
 		return x.StartBatch
+	}
+	return 0
+}
+
+func (x *StreamHeader) GetStartOffset() int64 {
+	if x != nil {
+		return x.StartOffset
 	}
 	return 0
 }
@@ -1671,7 +1707,7 @@ const file_loaderd_v1_loader_proto_rawDesc = "" +
 	"\rStreamRequest\x12&\n" +
 	"\x04open\x18\x01 \x01(\v2\x10.loaderd.v1.OpenH\x00R\x04open\x12#\n" +
 	"\x03ack\x18\x02 \x01(\v2\x0f.loaderd.v1.AckH\x00R\x03ackB\x05\n" +
-	"\x03msg\"\xcb\x04\n" +
+	"\x03msg\"\xee\x04\n" +
 	"\x04Open\x12\x18\n" +
 	"\adataset\x18\x01 \x01(\tR\adataset\x12\x12\n" +
 	"\x04rank\x18\x02 \x01(\x05R\x04rank\x12\x14\n" +
@@ -1696,13 +1732,15 @@ const file_loaderd_v1_loader_proto_rawDesc = "" +
 	"\rmax_in_flight\x18\x10 \x01(\rR\vmaxInFlight\x12%\n" +
 	"\x0einclude_params\x18\x11 \x01(\bR\rincludeParams\x12\x1f\n" +
 	"\vclient_name\x18\x12 \x01(\tR\n" +
-	"clientName\"\x19\n" +
+	"clientName\x12!\n" +
+	"\fstart_offset\x18\x13 \x01(\x03R\vstartOffset\"2\n" +
 	"\x03Ack\x12\x12\n" +
-	"\x04seqs\x18\x01 \x03(\x04R\x04seqs\"s\n" +
+	"\x04seqs\x18\x01 \x03(\x04R\x04seqs\x12\x17\n" +
+	"\await_ns\x18\x02 \x03(\x04R\x06waitNs\"s\n" +
 	"\vStreamReply\x122\n" +
 	"\x06header\x18\x01 \x01(\v2\x18.loaderd.v1.StreamHeaderH\x00R\x06header\x12)\n" +
 	"\x05batch\x18\x02 \x01(\v2\x11.loaderd.v1.BatchH\x00R\x05batchB\x05\n" +
-	"\x03msg\"\xa1\x04\n" +
+	"\x03msg\"\xc4\x04\n" +
 	"\fStreamHeader\x12!\n" +
 	"\fdataset_size\x18\x01 \x01(\x03R\vdatasetSize\x12*\n" +
 	"\x11samples_per_epoch\x18\x02 \x01(\x03R\x0fsamplesPerEpoch\x12*\n" +
@@ -1721,7 +1759,8 @@ const file_loaderd_v1_loader_proto_rawDesc = "" +
 	"\vstart_epoch\x18\r \x01(\x03R\n" +
 	"startEpoch\x12\x1f\n" +
 	"\vstart_batch\x18\x0e \x01(\x03R\n" +
-	"startBatch\"\xba\x01\n" +
+	"startBatch\x12!\n" +
+	"\fstart_offset\x18\x0f \x01(\x03R\vstartOffset\"\xba\x01\n" +
 	"\tShmRegion\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x12\n" +
 	"\x04size\x18\x02 \x01(\x03R\x04size\x12\x1b\n" +

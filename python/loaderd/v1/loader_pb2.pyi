@@ -18,10 +18,12 @@ TRANSPORT_SHM: Transport
 TRANSPORT_UNSPECIFIED: Transport
 
 class Ack(_message.Message):
-    __slots__ = ["seqs"]
+    __slots__ = ["seqs", "wait_ns"]
     SEQS_FIELD_NUMBER: _ClassVar[int]
+    WAIT_NS_FIELD_NUMBER: _ClassVar[int]
     seqs: _containers.RepeatedScalarFieldContainer[int]
-    def __init__(self, seqs: _Optional[_Iterable[int]] = ...) -> None: ...
+    wait_ns: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, seqs: _Optional[_Iterable[int]] = ..., wait_ns: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class AugmentParams(_message.Message):
     __slots__ = ["flip", "left", "top"]
@@ -98,7 +100,7 @@ class ListDatasetsResponse(_message.Message):
     def __init__(self, datasets: _Optional[_Iterable[_Union[Dataset, _Mapping]]] = ...) -> None: ...
 
 class Open(_message.Message):
-    __slots__ = ["augment", "batch_size", "client_name", "dataset", "drop_last", "drop_last_batch", "dtype", "epochs", "include_params", "layout", "max_in_flight", "no_shuffle", "rank", "seed", "start_batch", "start_epoch", "transport", "world"]
+    __slots__ = ["augment", "batch_size", "client_name", "dataset", "drop_last", "drop_last_batch", "dtype", "epochs", "include_params", "layout", "max_in_flight", "no_shuffle", "rank", "seed", "start_batch", "start_epoch", "start_offset", "transport", "world"]
     AUGMENT_FIELD_NUMBER: _ClassVar[int]
     BATCH_SIZE_FIELD_NUMBER: _ClassVar[int]
     CLIENT_NAME_FIELD_NUMBER: _ClassVar[int]
@@ -115,6 +117,7 @@ class Open(_message.Message):
     SEED_FIELD_NUMBER: _ClassVar[int]
     START_BATCH_FIELD_NUMBER: _ClassVar[int]
     START_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    START_OFFSET_FIELD_NUMBER: _ClassVar[int]
     TRANSPORT_FIELD_NUMBER: _ClassVar[int]
     WORLD_FIELD_NUMBER: _ClassVar[int]
     augment: str
@@ -133,9 +136,10 @@ class Open(_message.Message):
     seed: int
     start_batch: int
     start_epoch: int
+    start_offset: int
     transport: Transport
     world: int
-    def __init__(self, dataset: _Optional[str] = ..., rank: _Optional[int] = ..., world: _Optional[int] = ..., batch_size: _Optional[int] = ..., seed: _Optional[int] = ..., no_shuffle: bool = ..., drop_last: bool = ..., drop_last_batch: bool = ..., start_epoch: _Optional[int] = ..., start_batch: _Optional[int] = ..., epochs: _Optional[int] = ..., augment: _Optional[str] = ..., dtype: _Optional[_Union[DType, str]] = ..., layout: _Optional[_Union[Layout, str]] = ..., transport: _Optional[_Union[Transport, str]] = ..., max_in_flight: _Optional[int] = ..., include_params: bool = ..., client_name: _Optional[str] = ...) -> None: ...
+    def __init__(self, dataset: _Optional[str] = ..., rank: _Optional[int] = ..., world: _Optional[int] = ..., batch_size: _Optional[int] = ..., seed: _Optional[int] = ..., no_shuffle: bool = ..., drop_last: bool = ..., drop_last_batch: bool = ..., start_epoch: _Optional[int] = ..., start_batch: _Optional[int] = ..., epochs: _Optional[int] = ..., augment: _Optional[str] = ..., dtype: _Optional[_Union[DType, str]] = ..., layout: _Optional[_Union[Layout, str]] = ..., transport: _Optional[_Union[Transport, str]] = ..., max_in_flight: _Optional[int] = ..., include_params: bool = ..., client_name: _Optional[str] = ..., start_offset: _Optional[int] = ...) -> None: ...
 
 class SampleNamesRequest(_message.Message):
     __slots__ = ["count", "dataset", "start"]
@@ -190,7 +194,7 @@ class ShmRegion(_message.Message):
     def __init__(self, path: _Optional[str] = ..., size: _Optional[int] = ..., slot_size: _Optional[int] = ..., slot_count: _Optional[int] = ..., locked: bool = ..., fd_socket: _Optional[str] = ..., token: _Optional[bytes] = ...) -> None: ...
 
 class StreamHeader(_message.Message):
-    __slots__ = ["augment", "batch_size", "batches_per_epoch", "dataset_size", "dtype", "layout", "max_in_flight", "sample_bytes", "sample_shape", "samples_per_epoch", "shm", "start_batch", "start_epoch", "transport"]
+    __slots__ = ["augment", "batch_size", "batches_per_epoch", "dataset_size", "dtype", "layout", "max_in_flight", "sample_bytes", "sample_shape", "samples_per_epoch", "shm", "start_batch", "start_epoch", "start_offset", "transport"]
     AUGMENT_FIELD_NUMBER: _ClassVar[int]
     BATCHES_PER_EPOCH_FIELD_NUMBER: _ClassVar[int]
     BATCH_SIZE_FIELD_NUMBER: _ClassVar[int]
@@ -204,6 +208,7 @@ class StreamHeader(_message.Message):
     SHM_FIELD_NUMBER: _ClassVar[int]
     START_BATCH_FIELD_NUMBER: _ClassVar[int]
     START_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    START_OFFSET_FIELD_NUMBER: _ClassVar[int]
     TRANSPORT_FIELD_NUMBER: _ClassVar[int]
     augment: str
     batch_size: int
@@ -218,8 +223,9 @@ class StreamHeader(_message.Message):
     shm: ShmRegion
     start_batch: int
     start_epoch: int
+    start_offset: int
     transport: Transport
-    def __init__(self, dataset_size: _Optional[int] = ..., samples_per_epoch: _Optional[int] = ..., batches_per_epoch: _Optional[int] = ..., batch_size: _Optional[int] = ..., dtype: _Optional[_Union[DType, str]] = ..., layout: _Optional[_Union[Layout, str]] = ..., sample_shape: _Optional[_Iterable[int]] = ..., sample_bytes: _Optional[int] = ..., augment: _Optional[str] = ..., transport: _Optional[_Union[Transport, str]] = ..., max_in_flight: _Optional[int] = ..., shm: _Optional[_Union[ShmRegion, _Mapping]] = ..., start_epoch: _Optional[int] = ..., start_batch: _Optional[int] = ...) -> None: ...
+    def __init__(self, dataset_size: _Optional[int] = ..., samples_per_epoch: _Optional[int] = ..., batches_per_epoch: _Optional[int] = ..., batch_size: _Optional[int] = ..., dtype: _Optional[_Union[DType, str]] = ..., layout: _Optional[_Union[Layout, str]] = ..., sample_shape: _Optional[_Iterable[int]] = ..., sample_bytes: _Optional[int] = ..., augment: _Optional[str] = ..., transport: _Optional[_Union[Transport, str]] = ..., max_in_flight: _Optional[int] = ..., shm: _Optional[_Union[ShmRegion, _Mapping]] = ..., start_epoch: _Optional[int] = ..., start_batch: _Optional[int] = ..., start_offset: _Optional[int] = ...) -> None: ...
 
 class StreamReply(_message.Message):
     __slots__ = ["batch", "header"]
