@@ -21,6 +21,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/loaderd/loaderd/augment"
+	"github.com/loaderd/loaderd/internal/convert"
 	"github.com/loaderd/loaderd/loader"
 	"github.com/loaderd/loaderd/loader/objstore"
 	"github.com/loaderd/loaderd/loader/objstore/s3test"
@@ -100,6 +101,14 @@ func s3Data(b *testing.B) (local, remote string) {
 		for _, p := range splitTar(b, cifarJPEGTar, s3Dir, s3Shards) {
 			srv.PutFile(b, srv.Bucket(b, "cifar"), "jpg/"+filepath.Base(p), p)
 		}
+		// The sidecar indexes (loaderd index), beside the shards.
+		idxs, err := convert.IndexTars([]string{s3Dir})
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, p := range idxs {
+			srv.PutFile(b, "cifar", "jpg/"+filepath.Base(p), p)
+		}
 		s3Spec = fmt.Sprintf("tar:s3://cifar/jpg/train-{000..%03d}.tar?endpoint=%s", s3Shards-1, srv.Endpoint)
 	})
 	if s3Spec == "" {
@@ -114,7 +123,7 @@ func s3Data(b *testing.B) (local, remote string) {
 // each epoch, untimed.
 func benchEpoch(b *testing.B, spec string, before func()) {
 	var images int64
-	var took, cpu time.Duration
+	var took, cpu, first time.Duration
 	for b.Loop() {
 		b.StopTimer()
 		if before != nil {
@@ -124,7 +133,9 @@ func benchEpoch(b *testing.B, spec string, before func()) {
 		var r0, r1 syscall.Rusage
 		syscall.Getrusage(syscall.RUSAGE_SELF, &r0)
 		start := time.Now()
-		images += runEpoch(b, spec)
+		n, f := runEpochFirst(b, spec)
+		images += n
+		first += f
 		took += time.Since(start)
 		syscall.Getrusage(syscall.RUSAGE_SELF, &r1)
 		// The server's CPU is not counted: versitygw is another process.
@@ -132,9 +143,19 @@ func benchEpoch(b *testing.B, spec string, before func()) {
 	}
 	b.ReportMetric(float64(images)/took.Seconds(), "images/s")
 	b.ReportMetric(float64(cpu.Microseconds())/float64(images), "cpu-µs/image")
+	b.ReportMetric(float64(first.Microseconds())/1000/float64(b.N), "ms-to-first-batch")
 }
 
 func runEpoch(b *testing.B, spec string) int64 {
+	n, _ := runEpochFirst(b, spec)
+	return n
+}
+
+// runEpochFirst is runEpoch, also returning the time from the open to the
+// first batch.
+func runEpochFirst(b *testing.B, spec string) (int64, time.Duration) {
+	start := time.Now()
+	var first time.Duration
 	src, err := loader.Open(spec)
 	if err != nil {
 		b.Fatal(err)
@@ -156,10 +177,13 @@ func runEpoch(b *testing.B, spec string) int64 {
 	for {
 		bt, err := l.Next(context.Background())
 		if errors.Is(err, io.EOF) {
-			return n
+			return n, first
 		}
 		if err != nil {
 			b.Fatal(err)
+		}
+		if n == 0 {
+			first = time.Since(start)
 		}
 		n += int64(len(bt.Indices))
 		bt.Release()
@@ -177,15 +201,29 @@ func runEpoch(b *testing.B, spec string) int64 {
 func BenchmarkS3(b *testing.B) {
 	local, remote := s3Data(b)
 	b.Run("src=local-tar/epoch=any", func(b *testing.B) { benchEpoch(b, local, nil) })
-	b.Run("src=s3-tar/epoch=first", func(b *testing.B) {
-		root := b.TempDir()
-		k := 0
-		benchEpoch(b, remote, func() {
-			k++
-			objstore.SetCache(filepath.Join(root, fmt.Sprint(k)), 0) // empty: every shard from the server
+	// The first epoch, every shard from the server: index=whole waits for
+	// whole shards (the open fetches them all); index=sidecar opens from
+	// the sidecars and index=scan from ranged reads of the headers, then
+	// serve samples by ranged reads while the shards fill the cache in
+	// the background, Prefetch's first. order=uniform is the global
+	// shuffle, order=shards:2 the shard-shuffle mode.
+	for _, c := range []struct{ name, opts string }{
+		{"index=whole/order=uniform", "&index=whole"},
+		{"index=sidecar/order=uniform", ""},
+		{"index=sidecar/order=shards:2", "&order=shards:2"},
+		{"index=scan/order=uniform", "&index=scan"},
+		{"index=scan/order=shards:2", "&index=scan&order=shards:2"},
+	} {
+		b.Run("src=s3-tar/epoch=first/"+c.name, func(b *testing.B) {
+			root := b.TempDir()
+			k := 0
+			benchEpoch(b, remote+c.opts, func() {
+				k++
+				objstore.SetCache(filepath.Join(root, fmt.Sprint(k)), 0) // empty: every shard from the server
+			})
+			objstore.SetCache("", 0)
 		})
-		objstore.SetCache("", 0)
-	})
+	}
 	// What the cache avoids: each sample a ranged GET of its member, in
 	// the sampler's uniform order (so no two reads share a shard's pages),
 	// 2 readers as 2 workers would be, and 32. No decoding: an upper

@@ -52,6 +52,24 @@ func convertMain(ctx context.Context, args []string) error {
 	return nil
 }
 
+func indexMain(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("loaderd index", flag.ContinueOnError)
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: loaderd index SHARD.tar|DIR|GLOB…\n\nwrites SHARD.tar.idx beside each tar shard: upload it beside the shard, and an s3:// dataset\nopens with one small GET per shard instead of reading its headers")
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() == 0 {
+		return errors.New("index: want one or more tar shards, directories or globs")
+	}
+	files, err := convert.IndexTars(fs.Args())
+	for _, f := range files {
+		fmt.Println("wrote", f)
+	}
+	return err
+}
+
 func inspectMain(ctx context.Context, args []string) error {
 	var o inspect.Options
 	fs := flag.NewFlagSet("loaderd inspect", flag.ContinueOnError)

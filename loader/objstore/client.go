@@ -216,7 +216,12 @@ func trimETag(e string) string { return strings.Trim(e, `"`) }
 // It reports whether the object is encrypted with KMS or a customer key:
 // then its ETag is not the MD5 of its bytes, even when it looks like one.
 func (c *client) download(ctx context.Context, o Object, w io.Writer) (encrypted bool, err error) {
-	var off int64
+	return c.readRange(ctx, o, 0, o.Size, w)
+}
+
+// readRange is download for bytes [off, end) of the object: a ranged GET
+// (several, if the body breaks), with the same retries.
+func (c *client) readRange(ctx context.Context, o Object, off, end int64, w io.Writer) (encrypted bool, err error) {
 	var last error
 	for attempt := 0; attempt < c.retry.Attempts; attempt++ {
 		if attempt > 0 {
@@ -228,13 +233,13 @@ func (c *client) download(ctx context.Context, o Object, w io.Writer) (encrypted
 			case <-t.C:
 			}
 		}
-		n, err := c.getFrom(ctx, o, off, w, &encrypted)
+		n, err := c.getFrom(ctx, o, off, end, w, &encrypted)
 		off += n
-		if err == nil && off == o.Size {
+		if err == nil && off == end {
 			return encrypted, nil
 		}
 		if err == nil {
-			err = fmt.Errorf("body ended at byte %d of %d", off, o.Size)
+			err = fmt.Errorf("body ended at byte %d of %d", off, end)
 		}
 		var req requestError
 		if errors.As(err, &req) || ctx.Err() != nil || errors.Is(err, errWrite) {
@@ -259,10 +264,14 @@ func (e requestError) Unwrap() error { return e.error }
 // errStalled cancels an attempt whose body stopped flowing.
 var errStalled = errors.New("no data received within the stall timeout")
 
-// getFrom GETs bytes [off, Size) and copies them to w, returning how many
+// copyBufs holds getFrom's buffers: fresh memory is slow to touch here,
+// and a ranged read of one member must not cost a new 256 KiB.
+var copyBufs = sync.Pool{New: func() any { b := make([]byte, 256<<10); return &b }}
+
+// getFrom GETs bytes [off, end) and copies them to w, returning how many
 // it wrote.
-func (c *client) getFrom(ctx context.Context, o Object, off int64, w io.Writer, encrypted *bool) (int64, error) {
-	if off >= o.Size && o.Size > 0 {
+func (c *client) getFrom(ctx context.Context, o Object, off, end int64, w io.Writer, encrypted *bool) (int64, error) {
+	if off >= end && o.Size > 0 {
 		return 0, nil
 	}
 	actx, cancel := context.WithCancelCause(ctx)
@@ -271,7 +280,9 @@ func (c *client) getFrom(ctx context.Context, o Object, off int64, w io.Writer, 
 	if o.ETag != "" {
 		in.IfMatch = aws.String(`"` + o.ETag + `"`)
 	}
-	if off > 0 {
+	if end < o.Size {
+		in.Range = aws.String(fmt.Sprintf("bytes=%d-%d", off, end-1))
+	} else if off > 0 {
 		in.Range = aws.String(fmt.Sprintf("bytes=%d-", off))
 	}
 	out, err := c.s3.GetObject(actx, in)
@@ -286,14 +297,16 @@ func (c *client) getFrom(ctx context.Context, o Object, off int64, w io.Writer, 
 	// timeouts end at the response header.
 	dog := time.AfterFunc(c.retry.Stall, func() { cancel(errStalled) })
 	defer dog.Stop()
-	buf := make([]byte, 256<<10)
+	bp := copyBufs.Get().(*[]byte)
+	defer copyBufs.Put(bp)
+	buf := *bp
 	var n int64
 	for {
 		k, rerr := out.Body.Read(buf)
 		if k > 0 {
 			dog.Reset(c.retry.Stall)
-			if n+int64(k) > o.Size-off {
-				return n, fmt.Errorf("body longer than the object's %d bytes", o.Size)
+			if n+int64(k) > end-off {
+				return n, fmt.Errorf("body longer than the %d bytes asked for", end-off)
 			}
 			if _, err := w.Write(buf[:k]); err != nil {
 				return n, fmt.Errorf("%w: %w", errWrite, err)

@@ -12,6 +12,11 @@
 // copy, whatever kill -9 interrupts. Later opens (later epochs, a restarted
 // daemon) find the file and read nothing from the server.
 //
+// Open returns a Set instead: the objects resolved but not fetched, read
+// with ranged GETs (ReadAt) while Start fills them into the cache in the
+// background, the ones Want names first; the tar format opens s3:// shards
+// this way so that the first batch does not wait for whole shards.
+//
 // Credentials, region and endpoint come from the AWS SDK's default chain:
 // AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY/AWS_SESSION_TOKEN, AWS_PROFILE,
 // ~/.aws/config and ~/.aws/credentials (AWS_CONFIG_FILE,

@@ -44,6 +44,10 @@ var logger atomic.Pointer[slog.Logger]
 // SetLogger sends objstore's log lines to l instead of slog.Default().
 func SetLogger(l *slog.Logger) { logger.Store(l) }
 
+// Logger is where objstore's lines go, for the formats that read
+// through it (SetLogger's, else slog.Default()).
+func Logger() *slog.Logger { return log() }
+
 func log() *slog.Logger {
 	if l := logger.Load(); l != nil {
 		return l

@@ -32,6 +32,26 @@
 //	layout=folder|webdataset          default: detected
 //	root=DIR                          folder layout: the directory above the classes
 //	image=EXT, label=EXT              webdataset fields (default: the image, cls)
+//	order=uniform|shards[:W]          the sampler's shuffle: uniform over all samples
+//	                                  (default), or shard-shuffle: shards in random
+//	                                  order, samples mixed W shards at a time
+//	                                  (default 4; see sampler.Shards)
+//	index=auto|scan|whole             s3:// only: how a shard not in the cache is
+//	                                  indexed: auto, its sidecar SHARD.tar.idx
+//	                                  (loaderd index) if current, else its headers
+//	                                  by ranged reads; scan, the headers; whole,
+//	                                  fetch whole shards before the open returns
+//
+// PATH may be s3://BUCKET/KEY, a prefix, a glob or a {000..009} range
+// (loader/objstore). Unless index=whole, the open indexes each shard
+// without downloading it and returns; a sample is then one ranged GET of
+// its header and data until its shard's background fill into the cache is
+// verified, then a slice of the mapped cache file. Prefetch (called by
+// the loader as it plans batches) fills the shards of the next batches
+// first. A sidecar whose size or MD5 differs from the shard is ignored
+// with a log line; a ranged read checks the tar header before the member,
+// and a filled shard is indexed again and compared, so a wrong index
+// fails samples (loader.ErrCorrupt) and never decodes the wrong bytes.
 //
 // Only regular members are read; directories, links and devices are not
 // part of the layout. A member whose name is absolute or has a ".." element
@@ -39,5 +59,6 @@
 //
 // Import it for its side effect, as image/png is imported, to make the
 // format known to loader.Open. Its sources are safe for concurrent use and
-// implement loader.Labeler and loader.Namer.
+// implement loader.Labeler, loader.Namer, loader.ShardOrderer and
+// loader.Prefetcher.
 package tar

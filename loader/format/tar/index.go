@@ -14,7 +14,12 @@ import (
 type tarMember struct {
 	name      string
 	off, size int64
+	small     []byte // the data of a member of at most smallMember bytes (a label), when indexTar was asked to keep it
 }
+
+// smallMember is the largest member whose data an index keeps: a
+// WebDataset label (.cls), so a remote shard's labels need no read.
+const smallMember = 64
 
 // maxTarMembers bounds an index, so a hostile archive of empty headers
 // cannot grow it without end (1<<26 members of 512-byte headers is a 32 GiB
@@ -27,8 +32,9 @@ const maxTarMembers = 1 << 26
 // loader.ErrTruncated error naming it; one that declares less leaves the
 // next header misplaced, which fails its checksum: a loader.ErrCorrupt
 // error naming the member before it. The returned members lie within
-// [0, size), in increasing, non-overlapping order.
-func indexTar(r io.ReaderAt, size int64) ([]tarMember, error) {
+// [0, size), in increasing, non-overlapping order. With keepSmall the
+// data of members of at most smallMember bytes is read too.
+func indexTar(r io.ReaderAt, size int64, keepSmall bool) ([]tarMember, error) {
 	sr := io.NewSectionReader(r, 0, size)
 	tr := tar.NewReader(sr)
 	var out []tarMember
@@ -65,7 +71,15 @@ func indexTar(r io.ReaderAt, size int64) ([]tarMember, error) {
 		if len(out) == maxTarMembers {
 			return nil, fmt.Errorf("%w: over %d members", loader.ErrCorrupt, maxTarMembers)
 		}
-		out = append(out, tarMember{name: h.Name, off: pos, size: h.Size})
+		m := tarMember{name: h.Name, off: pos, size: h.Size}
+		if keepSmall && h.Size <= smallMember {
+			// Read now, while a remote reader still holds the header's chunk.
+			m.small = make([]byte, h.Size)
+			if _, err := io.ReadFull(tr, m.small); err != nil {
+				return nil, fmt.Errorf("%w: member %q: %w", loader.ErrTruncated, h.Name, err)
+			}
+		}
+		out = append(out, m)
 	}
 }
 

@@ -18,13 +18,15 @@ func (t *source) SampleSized(i int64, scratch []byte, scale loader.Scaler) (labe
 	if i < 0 || i >= t.Len() {
 		return 0, nil, 0, 0, 0, &loader.RecordError{File: t.path, Record: i, Err: loader.ErrIndex}
 	}
-	if t.shards[t.samples[i].shard].data == nil {
-		return 0, nil, 0, 0, 0, &loader.RecordError{File: t.path, Record: i, Err: loader.ErrClosed}
-	}
 	if size := t.samples[i].size; size > t.max {
 		return 0, nil, 0, 0, 0, &loader.RecordError{File: t.name(i), Record: -1, Err: options.TooLarge(size, t.max)}
 	}
-	pix, h, w, d, err = t.dec.DecodeSized(t.data(i), scratch, scale)
+	data, bp, err := t.member(i)
+	if err != nil {
+		return 0, nil, 0, 0, 0, t.readErr(i, err)
+	}
+	pix, h, w, d, err = t.dec.DecodeSized(data, scratch, scale)
+	release(bp)
 	if err != nil {
 		return 0, nil, 0, 0, 0, &loader.RecordError{File: t.name(i), Record: -1, Err: err}
 	}

@@ -2,6 +2,7 @@ package tar
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"path"
@@ -14,6 +15,8 @@ import (
 	"github.com/loaderd/loaderd/loader/format/internal/mmap"
 	"github.com/loaderd/loaderd/loader/format/internal/options"
 	"github.com/loaderd/loaderd/loader/imagedec"
+	"github.com/loaderd/loaderd/loader/objstore"
+	"github.com/loaderd/loaderd/sampler"
 )
 
 func init() {
@@ -32,12 +35,20 @@ type source struct {
 	samples []tarSample
 	classes []string
 	dec     *imagedec.Pool
-	max     int64 // maxbytes=: the largest member decoded
+	max     int64           // maxbytes=: the largest member decoded
+	order   *sampler.Shards // order=shards: the sampler's shard-shuffle order; nil: uniform
+
+	// Remote shards (remote.go).
+	set       *objstore.Set
+	ctx       context.Context // ends at Close: ranged reads and fills
+	stop      context.CancelFunc
+	indexedBy []string // per remote shard: cache, sidecar or scan
 }
 
 type tarShard struct {
 	path string
-	data []byte // the whole archive, mapped
+	data []byte       // the whole archive, mapped (a local file); nil for a remote shard
+	rem  *remoteShard // an s3:// shard
 }
 
 type tarSample struct {
@@ -49,7 +60,7 @@ type tarSample struct {
 
 // open indexes the shards named by spec, "PATH[?OPTIONS]".
 func open(spec string) (*source, error) {
-	o, err := options.Parse("tar", spec, "size", "maxpixels", "resize", "maxbytes", "decoder", "layout", "root", "image", "label")
+	o, err := options.Parse("tar", spec, "size", "maxpixels", "resize", "maxbytes", "decoder", "layout", "root", "image", "label", "index", "order")
 	if err != nil {
 		return nil, err
 	}
@@ -65,27 +76,32 @@ func open(spec string) (*source, error) {
 	if err != nil {
 		return nil, err
 	}
-	files, err := o.ShardFiles(".tar")
+	index := o.Str("index", "auto")
+	window, err := orderWindow(o)
 	if err != nil {
 		return nil, err
 	}
 	t := &source{path: o.Path, max: maxBytes}
-	members := make([][]tarMember, len(files))
-	for k, name := range files {
-		data, err := mmap.Map(name)
-		if err != nil {
-			t.Close()
-			return nil, &loader.RecordError{File: name, Record: -1, Err: err}
-		}
-		t.shards = append(t.shards, tarShard{path: name, data: data})
-		if members[k], err = indexTar(bytes.NewReader(data), int64(len(data))); err != nil {
-			t.Close()
-			return nil, &loader.RecordError{File: name, Record: -1, Err: err}
-		}
-		for _, m := range members[k] {
+	var members [][]tarMember
+	switch {
+	case index != "auto" && index != "scan" && index != "whole":
+		err = o.Errorf("index=%s: want auto, scan or whole", index)
+	case !objstore.IsURL(o.Path) && o.Get("index") != "":
+		err = o.Errorf("index= applies to s3:// shards")
+	case objstore.IsURL(o.Path) && index != "whole":
+		members, err = t.openRemote(o, index)
+	default:
+		members, err = t.openLocal(o)
+	}
+	if err != nil {
+		t.Close()
+		return nil, err
+	}
+	for k, ms := range members {
+		for _, m := range ms {
 			if unsafeName(m.name) {
 				t.Close()
-				return nil, &loader.RecordError{File: name + "(" + m.name + ")", Record: -1, Err: fmt.Errorf(
+				return nil, &loader.RecordError{File: t.shards[k].path + "(" + m.name + ")", Record: -1, Err: fmt.Errorf(
 					"%w: the member name is absolute or has a .. element (it could pass for another class's member)", loader.ErrCorrupt)}
 			}
 		}
@@ -122,16 +138,49 @@ func open(spec string) (*source, error) {
 	if err == nil && h == 0 && !o.AnySize() {
 		if t.samples[0].size > t.max {
 			err = &loader.RecordError{File: t.name(0), Record: -1, Err: options.TooLarge(t.samples[0].size, t.max)}
-		} else if h, w, err = imagedec.Size(t.data(0), maxPx); err != nil {
-			err = &loader.RecordError{File: t.name(0), Record: -1, Err: err}
+		} else if data, bp, rerr := t.member(0); rerr != nil {
+			err = &loader.RecordError{File: t.name(0), Record: -1, Err: rerr}
+		} else {
+			h, w, err = imagedec.Size(data, maxPx)
+			release(bp)
+			if err != nil {
+				err = &loader.RecordError{File: t.name(0), Record: -1, Err: err}
+			}
 		}
+	}
+	if err == nil && window > 0 {
+		t.order, err = sampler.NewShards(t.runs(), window)
 	}
 	if err != nil {
 		t.Close()
 		return nil, err
 	}
 	t.dec = imagedec.NewPool(h, w, maxPx, resize).WithBackend(backend)
+	if t.set != nil && backgroundFills {
+		t.set.Start(t.filled)
+	}
 	return t, nil
+}
+
+// openLocal maps and indexes local shards (and s3:// ones with
+// index=whole, fetched whole into the cache first).
+func (t *source) openLocal(o *options.Options) ([][]tarMember, error) {
+	files, err := o.ShardFiles(".tar")
+	if err != nil {
+		return nil, err
+	}
+	members := make([][]tarMember, len(files))
+	for k, name := range files {
+		data, err := mmap.Map(name)
+		if err != nil {
+			return nil, &loader.RecordError{File: name, Record: -1, Err: err}
+		}
+		t.shards = append(t.shards, tarShard{path: name, data: data})
+		if members[k], err = indexTar(bytes.NewReader(data), int64(len(data)), false); err != nil {
+			return nil, &loader.RecordError{File: name, Record: -1, Err: err}
+		}
+	}
+	return members, nil
 }
 
 // unsafeName reports whether a member name is absolute or has a ".."
@@ -267,8 +316,8 @@ func (t *source) indexWebDataset(members [][]tarMember, imageExt, labelExt strin
 			where := shard.path + "(" + m.name + ")"
 			switch {
 			case strings.EqualFold(ext, labelExt):
-				v, err := strconv.ParseInt(string(bytes.TrimSpace(shard.data[m.off:m.off+min(m.size, 64)])), 10, 32)
-				if err != nil || v < 0 || m.size > 64 {
+				v, err := strconv.ParseInt(string(bytes.TrimSpace(labelBytes(shard, m))), 10, 32)
+				if err != nil || v < 0 || m.size > smallMember {
 					return &loader.RecordError{File: where, Record: int64(j), Err: fmt.Errorf("%w: label field is not a small non-negative integer", loader.ErrLabel)}
 				}
 				s.label, haveLabel[key] = int32(v), true
@@ -297,9 +346,38 @@ func (t *source) indexWebDataset(members [][]tarMember, imageExt, labelExt strin
 	return nil
 }
 
-func (t *source) data(i int64) []byte {
+// member returns sample i's bytes: a slice of the mapped shard, or for a
+// remote shard not cached yet a pooled buffer (bp) to release after use.
+func (t *source) member(i int64) (data []byte, bp *[]byte, err error) {
 	s := &t.samples[i]
-	return t.shards[s.shard].data[s.off : s.off+s.size]
+	sh := &t.shards[s.shard]
+	if sh.data != nil {
+		return sh.data[s.off : s.off+s.size], nil, nil
+	}
+	if sh.rem == nil || t.ctx.Err() != nil {
+		return nil, nil, loader.ErrClosed
+	}
+	return t.readRemote(sh, s)
+}
+
+// readErr names sample i in an error of member: the dataset for a closed
+// source, as for a local one, else the member.
+func (t *source) readErr(i int64, err error) error {
+	if errors.Is(err, loader.ErrClosed) {
+		return &loader.RecordError{File: t.path, Record: i, Err: err}
+	}
+	return &loader.RecordError{File: t.name(i), Record: -1, Err: err}
+}
+
+// labelBytes is a WebDataset label member's text (nil when too long).
+func labelBytes(sh *tarShard, m tarMember) []byte {
+	switch {
+	case m.size > smallMember:
+		return nil
+	case m.small != nil:
+		return m.small
+	}
+	return sh.data[m.off : m.off+m.size]
 }
 
 // name returns "SHARD(MEMBER)", the way ar(1) names archive members.
@@ -342,9 +420,6 @@ func (t *source) Sample(i int64, scratch []byte) (int32, []byte, error) {
 	if i < 0 || i >= t.Len() {
 		return 0, nil, &loader.RecordError{File: t.path, Record: i, Err: loader.ErrIndex}
 	}
-	if t.shards[t.samples[i].shard].data == nil {
-		return 0, nil, &loader.RecordError{File: t.path, Record: i, Err: loader.ErrClosed}
-	}
 	if size := t.samples[i].size; size > t.max {
 		return 0, nil, &loader.RecordError{File: t.name(i), Record: -1, Err: options.TooLarge(size, t.max)}
 	}
@@ -352,19 +427,35 @@ func (t *source) Sample(i int64, scratch []byte) (int32, []byte, error) {
 		label, pix, _, _, _, err := t.SampleSized(i, scratch, nil)
 		return label, pix, err
 	}
-	pix, err := t.dec.Decode(t.data(i), scratch)
+	data, bp, err := t.member(i)
+	if err != nil {
+		return 0, nil, t.readErr(i, err)
+	}
+	pix, err := t.dec.Decode(data, scratch)
+	release(bp)
 	if err != nil {
 		return 0, nil, &loader.RecordError{File: t.name(i), Record: -1, Err: err}
 	}
 	return t.samples[i].label, pix, nil
 }
 
-// Close unmaps the shards.
+// Close unmaps the shards, and stops remote reads and fills.
 func (t *source) Close() error {
 	var errs []error
+	if t.stop != nil {
+		t.stop()
+	}
+	if t.set != nil {
+		errs = append(errs, t.set.Close()) // waits for the fills
+	}
 	for i := range t.shards {
 		errs = append(errs, mmap.Unmap(t.shards[i].data))
 		t.shards[i].data = nil
+		if rem := t.shards[i].rem; rem != nil {
+			if m := rem.mapped.Swap(nil); m != nil {
+				errs = append(errs, mmap.Unmap(*m))
+			}
+		}
 	}
 	return errors.Join(errs...)
 }

@@ -185,7 +185,7 @@ func FuzzTarIndex(f *testing.F) {
 	tw.Close()
 	f.Add(b.Bytes())
 	f.Fuzz(func(t *testing.T, data []byte) {
-		ms, err := indexTar(bytes.NewReader(data), int64(len(data)))
+		ms, err := indexTar(bytes.NewReader(data), int64(len(data)), false)
 		if err != nil {
 			if !errors.Is(err, loader.ErrCorrupt) && !errors.Is(err, loader.ErrTruncated) {
 				t.Fatalf("error wraps neither ErrCorrupt nor ErrTruncated: %v", err)
