@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"sync"
 
 	"github.com/loaderd/loaderd/augment"
+	"github.com/loaderd/loaderd/sampler"
 )
 
 // ErrSplit reports a hold-out that cannot be made (a class too small).
@@ -34,6 +36,12 @@ type Labeler interface {
 // Origin(i int64) int64 maps a part's index back to src's. Errors from src
 // (which name the file and record) are returned as they are. A part of a
 // Namer is a Namer.
+//
+// A part passes on its source's shard order and prefetch: it is a
+// ShardOrderer (the source's order restricted to the part: each source
+// run keeps its shard, its part's samples still consecutive indices,
+// since the part numbers its samples in the source's order) and a
+// Prefetcher (indices mapped through Origin).
 func Split(src Source, holdoutPerClass int, val bool) (Source, error) {
 	if holdoutPerClass < 0 {
 		return nil, fmt.Errorf("loader: split %s: holdout %d per class is negative: %w", src, holdoutPerClass, ErrSplit)
@@ -48,6 +56,12 @@ func Split(src Source, holdoutPerClass int, val bool) (Source, error) {
 	}
 	lab, _ := src.(Labeler)
 	part := &splitSource{src: src, lab: lab, held: held, val: val, n: n, k: holdoutPerClass}
+	part.pf, _ = src.(Prefetcher)
+	if so, ok := src.(ShardOrderer); ok && so.ShardOrder() != nil {
+		if part.order, err = part.shards(so.ShardOrder()); err != nil {
+			return nil, fmt.Errorf("loader: split %s: %w", src, err)
+		}
+	}
 	if _, ok := src.(Namer); ok {
 		return namedSplit{part}, nil
 	}
@@ -124,6 +138,56 @@ type splitSource struct {
 	val  bool
 	n    int64
 	k    int
+
+	order *sampler.Shards // the source's shard order over the part; nil: uniform
+	pf    Prefetcher      // the source, when it prefetches
+	pfMu  sync.Mutex      // guards pfBuf: streams prefetch concurrently
+	pfBuf []int64
+}
+
+// below returns the number of held indices below source index x.
+func (s *splitSource) below(x int64) int64 {
+	return int64(sort.Search(len(s.held), func(j int) bool { return s.held[j] >= x }))
+}
+
+// shards restricts the source's shard order to the part: source run
+// [a, b) becomes the part's indices of its samples, consecutive because
+// Origin is increasing.
+func (s *splitSource) shards(src *sampler.Shards) (*sampler.Shards, error) {
+	var runs []sampler.Run
+	for _, r := range src.Runs() {
+		lo, hi := s.below(r.Start), s.below(r.Start+r.Len)
+		start, n := lo, hi-lo // val: the held ones
+		if !s.val {
+			start, n = r.Start-lo, r.Len-(hi-lo)
+		}
+		if n > 0 {
+			runs = append(runs, sampler.Run{Start: start, Len: n, Shard: r.Shard})
+		}
+	}
+	return sampler.NewShards(runs, src.Window())
+}
+
+// ShardOrder implements ShardOrderer: the source's shard-shuffle order
+// over this part, or nil.
+func (s *splitSource) ShardOrder() *sampler.Shards { return s.order }
+
+// Prefetch implements Prefetcher: the source prefetches the part's
+// indices, mapped to its own.
+func (s *splitSource) Prefetch(indices []int64) {
+	if s.pf == nil {
+		return
+	}
+	s.pfMu.Lock()
+	defer s.pfMu.Unlock()
+	buf := s.pfBuf[:0]
+	for _, i := range indices {
+		if i >= 0 && i < s.n {
+			buf = append(buf, s.Origin(i))
+		}
+	}
+	s.pfBuf = buf
+	s.pf.Prefetch(buf)
 }
 
 // Origin returns the index in the split source of the part's sample i.

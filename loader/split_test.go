@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/loaderd/loaderd/augment"
+	"github.com/loaderd/loaderd/sampler"
 )
 
 // labelSource has the given labels and 1×1×1 pixels equal to the index
@@ -156,5 +157,107 @@ func TestSplitErrors(t *testing.T) {
 				t.Errorf("err = %q, want it to mention %q", msg, tc.msg)
 			}
 		})
+	}
+}
+
+// shardedSource is a labelerSource read as shards: index i lives in
+// shard shardOf(i); it records what it was asked to prefetch.
+type shardedSource struct {
+	labelerSource
+	order   *sampler.Shards
+	shardOf func(i int64) int32
+	fetched []int64
+}
+
+func (s *shardedSource) ShardOrder() *sampler.Shards { return s.order }
+func (s *shardedSource) Prefetch(idx []int64)        { s.fetched = append(s.fetched, idx...) }
+
+func newShardedSource(t *testing.T, labels []int32, classes int, shardOf func(i int64) int32) *shardedSource {
+	t.Helper()
+	var runs []sampler.Run
+	for i := range int64(len(labels)) {
+		if n := len(runs); n > 0 && runs[n-1].Shard == shardOf(i) {
+			runs[n-1].Len++
+			continue
+		}
+		runs = append(runs, sampler.Run{Start: i, Len: 1, Shard: shardOf(i)})
+	}
+	order, err := sampler.NewShards(runs, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &shardedSource{labelerSource: labelerSource{&labelSource{labels: labels, classes: classes}}, order: order, shardOf: shardOf}
+}
+
+// A part of a shard-ordered source keeps the order: with a window of one
+// shard, an epoch of the part reads each shard's samples in one stretch,
+// every sample once; and its prefetches reach the source as its indices.
+func TestSplitShardOrder(t *testing.T) {
+	byClass := make([]int32, 40) // 4 classes of 10, a shard per 10: one run per shard
+	interleaved := make([]int32, 40)
+	for i := range byClass {
+		byClass[i], interleaved[i] = int32(i/10), int32(i%3)
+	}
+	for _, tc := range []struct {
+		name    string
+		labels  []int32
+		classes int
+		shardOf func(i int64) int32
+	}{
+		{"webdataset", interleaved, 3, func(i int64) int32 { return int32(i / 10) }},
+		{"folder", byClass, 4, func(i int64) int32 { return int32(i/5) % 4 }}, // runs of 5, two per shard
+	} {
+		for _, val := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/val=%v", tc.name, val), func(t *testing.T) {
+				src := newShardedSource(t, tc.labels, tc.classes, tc.shardOf)
+				part, err := Split(src, 2, val)
+				if err != nil {
+					t.Fatal(err)
+				}
+				p := part.(*splitSource)
+				order := p.ShardOrder()
+				if order == nil || order.Len() != p.Len() || order.Window() != 1 {
+					t.Fatalf("part's shard order %+v, want one over its %d samples, window 1", order, p.Len())
+				}
+				for _, r := range order.Runs() {
+					for i := r.Start; i < r.Start+r.Len; i++ {
+						if got := src.shardOf(p.Origin(i)); got != r.Shard {
+							t.Fatalf("part index %d (source %d) is in shard %d, its run says %d", i, p.Origin(i), got, r.Shard)
+						}
+					}
+				}
+				ep := sampler.Distributed{N: p.Len(), World: 1, Seed: 7, Shuffle: true, Shards: order}.Epoch(0)
+				seen := map[int64]bool{}
+				stretches := map[int32]int{}
+				last := int32(-1)
+				for pos := range ep.Len() {
+					i := ep.At(pos)
+					if seen[i] || i < 0 || i >= p.Len() {
+						t.Fatalf("position %d: index %d again or out of [0, %d)", pos, i, p.Len())
+					}
+					seen[i] = true
+					if sh := src.shardOf(p.Origin(i)); sh != last {
+						stretches[sh]++
+						last = sh
+					}
+				}
+				for sh, n := range stretches {
+					if n != 1 {
+						t.Errorf("shard %d read in %d stretches, want 1 (the order is not the source's shard order)", sh, n)
+					}
+				}
+				shards := map[int32]bool{}
+				for i := range p.Len() {
+					shards[src.shardOf(p.Origin(i))] = true
+				}
+				if len(seen) != int(p.Len()) || len(stretches) != len(shards) {
+					t.Errorf("epoch read %d of %d samples from %d shards, want all from %d", len(seen), p.Len(), len(stretches), len(shards))
+				}
+				p.Prefetch([]int64{0, p.Len() - 1, p.Len(), -1})
+				if want := []int64{p.Origin(0), p.Origin(p.Len() - 1)}; !slices.Equal(src.fetched, want) {
+					t.Errorf("source prefetched %v, want %v", src.fetched, want)
+				}
+			})
+		}
 	}
 }

@@ -98,6 +98,10 @@ func (s *Shards) Window() int { return s.window }
 // Count returns the number of shards.
 func (s *Shards) Count() int { return len(s.size) }
 
+// Runs returns a copy of the runs the order was made from, by shard, so
+// that a subset of the dataset (a hold-out part) can make its own.
+func (s *Shards) Runs() []Run { return slices.Clone(s.runs) }
+
 // index returns the dataset index of sample off of shard k.
 func (s *Shards) index(k int32, off int64) int64 {
 	lo, hi := int(s.first[k]), int(s.first[k+1])

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"sync/atomic"
 )
 
 // Set is a dataset's objects, opened without waiting for them: a format
@@ -15,8 +16,15 @@ import (
 // Shards' do (private name, size and ETag checked, rename), in shard
 // order, DefaultFills at a time, the shards asked for by Want first.
 //
-// A Set pins its objects' cache files until Close, so that filling one
-// never evicts another the dataset still needs. It is safe for
+// When the objects fit the cache's bound together, a Set pins their
+// cache files until Close, so that filling one never evicts another the
+// dataset still needs, and fills them all. When they do not (Bounded), it
+// streams them through the cache: it fills only the objects Want asks
+// for, pins each from its fill (or Hold) until it lets it go, and makes
+// room for a fill by letting go of the object the format touched least
+// recently, if that was before the one to fill was first asked for
+// (evict, given to Start, unmaps it first); without evict it fills while
+// there is room and leaves the rest to ranged reads. It is safe for
 // concurrent use.
 type Set struct {
 	Objects []Object
@@ -29,11 +37,22 @@ type Set struct {
 
 	mu      sync.Mutex
 	state   []fillState
-	next    int   // the next shard in order to consider
-	urgent  []int // Want's shards, first asked first filled
+	next    int       // the next shard in order to consider
+	urgent  []int     // Want's shards, first asked first filled
+	asks    sync.Cond // on mu: Want has queued one (Bounded), or Close
 	started bool
 	closed  bool
 	wg      sync.WaitGroup
+
+	// Bounded mode (bounded.go).
+	bounded bool
+	total   int64          // the objects' bytes
+	evict   func(k int)    // from Start: the format lets go of object k
+	held    []bool         // pinned by the set, its file the format's to map
+	asked   []int64        // the clock when Want last queued object k
+	failed  []int64        // the clock when k last found no room; -1: never
+	stamps  []atomic.Int64 // the clock when the format last touched k
+	clock   atomic.Int64
 }
 
 type fillState uint8
@@ -70,6 +89,7 @@ func (c *Cache) open(ctx context.Context, u, ext string, opts Options, r Retry) 
 		return nil, err
 	}
 	s := &Set{Objects: objs, cache: c, cl: cl, paths: make([]string, len(objs)), state: make([]fillState, len(objs))}
+	s.asks.L = &s.mu
 	var total int64
 	for i, o := range objs {
 		if !safeKey(o.Key) {
@@ -78,13 +98,21 @@ func (c *Cache) open(ctx context.Context, u, ext string, opts Options, r Retry) 
 		s.paths[i] = c.Path(cl.host, o)
 		total += o.Size
 	}
-	// The whole dataset stays in the cache while open: every shard is
-	// filled in the background, and none may evict another.
-	if total > c.Limit {
-		return nil, fmt.Errorf("%w: %s and the rest of its %d objects need %d bytes, the cache at %s holds %d (--cache-bytes)",
-			ErrCacheFull, objs[0].URL(), len(objs), total, c.Dir, c.Limit)
+	s.total = total
+	// A dataset that fits stays whole in the cache while open: every
+	// shard is filled in the background, and none may evict another. One
+	// that does not streams through it (bounded.go).
+	if s.bounded = total > c.Limit; s.bounded {
+		s.held = make([]bool, len(objs))
+		s.asked = make([]int64, len(objs))
+		s.failed = make([]int64, len(objs))
+		s.stamps = make([]atomic.Int64, len(objs))
+		for i := range s.failed {
+			s.failed[i] = -1
+		}
+	} else {
+		c.pin(s.paths, 1)
 	}
-	c.pin(s.paths, 1)
 	s.ctx, s.stop = context.WithCancel(context.Background())
 	return s, nil
 }
@@ -149,13 +177,19 @@ func (s *Set) Get(ctx context.Context, bucket, key string, max int64) ([]byte, O
 // then in order, DefaultFills at a time, and calls done once per object
 // as its fill ends (err nil: the file at Path(k) is complete and
 // verified). done runs on a fill goroutine. Close stops the fills.
-func (s *Set) Start(done func(k int, err error)) {
+//
+// A Bounded set fills only what Want asks for, calls done after each
+// fill (an error wrapping ErrCacheFull: no room now; Want may ask again),
+// and, evict not nil, calls it to let go of an object to make room: the
+// format must stop reading the file and unmap it before evict returns.
+func (s *Set) Start(done func(k int, err error), evict func(k int)) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.started || s.closed {
 		return
 	}
 	s.started = true
+	s.evict = evict
 	for range min(s.cache.par, len(s.Objects)) {
 		s.wg.Go(func() {
 			for {
@@ -163,10 +197,15 @@ func (s *Set) Start(done func(k int, err error)) {
 				if !ok {
 					return
 				}
-				_, err := s.cache.ensure(s.ctx, s.cl, s.Objects[k], s.paths[k])
-				s.mu.Lock()
-				s.state[k] = filled
-				s.mu.Unlock()
+				var err error
+				if s.bounded {
+					err = s.fillBounded(k)
+				} else {
+					_, err = s.cache.ensure(s.ctx, s.cl, s.Objects[k], s.paths[k])
+					s.mu.Lock()
+					s.state[k] = filled
+					s.mu.Unlock()
+				}
 				if s.ctx.Err() != nil {
 					return
 				}
@@ -184,9 +223,12 @@ func (s *Set) take() (int, bool) {
 		k := -1
 		if len(s.urgent) > 0 {
 			k, s.urgent = s.urgent[0], s.urgent[1:]
-		} else if s.next < len(s.state) {
+		} else if s.next < len(s.state) && !s.bounded {
 			k = s.next
 			s.next++
+		} else if s.bounded {
+			s.asks.Wait() // a Bounded set's fillers wait for Want
+			continue
 		} else {
 			return 0, false
 		}
@@ -199,13 +241,22 @@ func (s *Set) take() (int, bool) {
 }
 
 // Want moves object k ahead of the others not being filled yet. It
-// returns at once.
+// returns at once. A Bounded set asks again for an object that found no
+// room only once the clock (Tick) has moved on.
 func (s *Set) Want(k int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.bounded {
+		now := s.clock.Load()
+		if s.state[k] != pending || s.failed[k] >= now {
+			return
+		}
+		s.asked[k] = now
+	}
 	if s.state[k] == pending {
 		s.state[k] = wanted
 		s.urgent = append(s.urgent, k)
+		s.asks.Signal()
 	}
 }
 
@@ -218,9 +269,21 @@ func (s *Set) Close() error {
 		return nil
 	}
 	s.closed = true
+	s.asks.Broadcast()
 	s.mu.Unlock()
 	s.stop()
 	s.wg.Wait()
-	s.cache.pin(s.paths, -1)
+	if !s.bounded {
+		s.cache.pin(s.paths, -1)
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for k, h := range s.held {
+		if h {
+			s.cache.pin(s.paths[k:k+1], -1)
+			s.held[k] = false
+		}
+	}
 	return nil
 }

@@ -82,7 +82,7 @@ func TestSetWantOrder(t *testing.T) {
 		if len(order) == 6 {
 			close(done)
 		}
-	})
+	}, nil)
 	<-done
 	if !slices.Equal(order, []int{4, 2, 0, 1, 3, 5}) {
 		t.Fatalf("fill order %v, want [4 2 0 1 3 5]", order)

@@ -52,6 +52,11 @@
 // with a log line; a ranged read checks the tar header before the member,
 // and a filled shard is indexed again and compared, so a wrong index
 // fails samples (loader.ErrCorrupt) and never decodes the wrong bytes.
+// A dataset larger than the cache streams through it: only the shards
+// Prefetch asks for are filled, and with order=shards the shards of
+// windows already read are unmapped and let go to make room; in the
+// uniform order the shards that fit stay and the rest are ranged reads
+// (docs/DEPLOY.md).
 //
 // Only regular members are read; directories, links and devices are not
 // part of the layout. A member whose name is absolute or has a ".." element

@@ -29,12 +29,18 @@ import (
 // and data, and after it, a slice of the mapped cache file, as for a local
 // shard. A partial fill is never read: the cache renames a file into
 // place only once its size and ETag check out.
+//
+// A dataset larger than the cache streams through it (objstore.Set's
+// Bounded mode, bounded.go): only the shards Prefetch asks for are
+// filled, and with order=shards a shard whose window is past is let go
+// (unmapped once no read uses it, then evictable) to make room.
 
 // remoteShard is one object's state.
 type remoteShard struct {
 	mapped  atomic.Pointer[[]byte] // the verified cache file, mapped; nil until its fill is done
 	bad     atomic.Pointer[error]  // the cache file contradicts the index the shard was opened with
 	wanted  atomic.Bool            // Prefetch asked for it
+	readers atomic.Int32           // reads of mapped in progress: evict unmaps at 0
 	members []tarMember            // that index, to check the cache file against
 	etag    string
 }
@@ -97,7 +103,7 @@ func (t *source) openRemote(o *options.Options, mode string) ([][]tarMember, err
 // indexRemote indexes shard k and says how.
 func (t *source) indexRemote(ctx context.Context, k int, mode string) ([]tarMember, string, error) {
 	ob := t.set.Objects[k]
-	if t.set.Cached(k) {
+	if t.set.Hold(k) {
 		data, err := mmap.Map(t.set.Path(k))
 		if err == nil {
 			ms, err := indexTar(bytes.NewReader(data), int64(len(data)), true)
@@ -170,6 +176,12 @@ func (r *chunkReader) ReadAt(p []byte, off int64) (int, error) {
 // against the index the shard was opened with, and serve from it.
 func (t *source) filled(k int, err error) {
 	sh := &t.shards[k]
+	if errors.Is(err, objstore.ErrCacheFull) && t.set.Bounded() {
+		// No room now: ranged reads, and Prefetch asks again later.
+		objstore.Logger().Debug("tar: no room in the cache for the shard yet; its samples are ranged reads", "shard", sh.path, "err", err)
+		sh.rem.wanted.Store(false)
+		return
+	}
 	if err != nil {
 		objstore.Logger().Warn("tar: shard not cached; its samples stay ranged reads", "shard", sh.path, "err", err)
 		return
@@ -204,15 +216,25 @@ func sameMembers(a, b []tarMember) bool {
 	return true
 }
 
+// lease is what a read of a remote sample holds until release: the
+// pooled buffer of a ranged read, or the shard whose mapping it reads.
+type lease struct {
+	buf *[]byte
+	rem *remoteShard
+}
+
 // readRemote returns sample s of remote shard sh: from the mapped cache
 // file, or read with one ranged GET of its header and data into a pooled
-// buffer, returned to be passed to release.
-func (t *source) readRemote(sh *tarShard, s *tarSample) ([]byte, *[]byte, error) {
-	if m := sh.rem.mapped.Load(); m != nil {
-		return (*m)[s.off : s.off+s.size], nil, nil
+// buffer; the lease is to be passed to release.
+func (t *source) readRemote(sh *tarShard, s *tarSample) ([]byte, lease, error) {
+	rem := sh.rem
+	rem.readers.Add(1) // before the load: evict sees the read, or the read sees nil
+	if m := rem.mapped.Load(); m != nil {
+		return (*m)[s.off : s.off+s.size], lease{rem: rem}, nil
 	}
-	if e := sh.rem.bad.Load(); e != nil {
-		return nil, nil, *e
+	rem.readers.Add(-1)
+	if e := rem.bad.Load(); e != nil {
+		return nil, lease{}, *e
 	}
 	bp := remoteBufs.Get().(*[]byte)
 	if int64(cap(*bp)) < s.size+512 {
@@ -221,19 +243,72 @@ func (t *source) readRemote(sh *tarShard, s *tarSample) ([]byte, *[]byte, error)
 	buf := (*bp)[:s.size+512]
 	if err := t.set.ReadAt(t.ctx, int(s.shard), buf, s.off-512); err != nil {
 		remoteBufs.Put(bp)
-		return nil, nil, err
+		return nil, lease{}, err
 	}
 	if err := checkHeader(buf[:512], s.size); err != nil {
 		remoteBufs.Put(bp)
-		return nil, nil, err
+		return nil, lease{}, err
 	}
-	return buf[512:], bp, nil
+	return buf[512:], lease{buf: bp}, nil
 }
 
-func release(bp *[]byte) {
-	if bp != nil {
-		remoteBufs.Put(bp)
+func release(l lease) {
+	if l.buf != nil {
+		remoteBufs.Put(l.buf)
 	}
+	if l.rem != nil {
+		l.rem.readers.Add(-1)
+	}
+}
+
+// evict lets shard k's cache file go (objstore.Set's evict): later reads
+// are ranged until Prefetch has it filled again; the mapping goes once
+// the reads using it are done.
+func (t *source) evict(k int) {
+	rem := t.shards[k].rem
+	m := rem.mapped.Swap(nil)
+	for rem.readers.Load() > 0 {
+		time.Sleep(50 * time.Microsecond)
+	}
+	if m != nil {
+		mmap.Unmap(*m)
+	}
+	rem.wanted.Store(false)
+	objstore.Logger().Debug("tar: shard let go of", "shard", t.shards[k].path)
+}
+
+// startFills starts the background fills, saying first what a dataset
+// larger than the cache will do: with order=shards, stream through it a
+// window at a time; uniform, keep what fits and read the rest by ranged
+// reads every epoch.
+func (t *source) startFills() {
+	if t.set == nil || !backgroundFills {
+		return
+	}
+	if !t.set.Bounded() {
+		t.set.Start(t.filled, nil)
+		return
+	}
+	var largest int64
+	for _, ob := range t.set.Objects {
+		largest = max(largest, ob.Size)
+	}
+	log := objstore.Logger().With("dataset", t.path, "dataset_bytes", t.set.Bytes(), "cache_bytes", t.set.CacheLimit(), "cache", t.set.CacheDir())
+	if t.order == nil {
+		log.Warn("tar: the dataset is larger than the cache: order=uniform reads every shard all epoch, so the cache keeps the shards that fit "+
+			"and the others are ranged reads from the server every epoch (set order=shards to stream the dataset through the cache, or raise --cache-bytes)",
+			"cached_share", fmt.Sprintf("%.0f%%", 100*float64(t.set.CacheLimit())/float64(t.set.Bytes())))
+		t.set.Start(t.filled, nil)
+		return
+	}
+	need := 2 * int64(t.order.Window()) * largest
+	if t.set.CacheLimit() < need {
+		log.Warn("tar: the cache holds less than two windows of shards: some shards are ranged reads (raise --cache-bytes or lower order=shards:W)",
+			"window", t.order.Window(), "largest_shard", largest, "want_cache_bytes", need)
+	} else {
+		log.Info("tar: the dataset is larger than the cache: streaming it through, a window of shards at a time", "window", t.order.Window())
+	}
+	t.set.Start(t.filled, t.evict)
 }
 
 // checkHeader checks that h is a valid tar header for a member of size
@@ -263,6 +338,7 @@ func (t *source) Prefetch(indices []int64) {
 	if t.set == nil {
 		return
 	}
+	t.set.Tick()
 	last := int32(-1)
 	for _, i := range indices {
 		if i < 0 || i >= int64(len(t.samples)) {
@@ -273,6 +349,7 @@ func (t *source) Prefetch(indices []int64) {
 			continue
 		}
 		last = k
+		t.set.Touch(int(k))
 		rem := t.shards[k].rem
 		if rem.mapped.Load() == nil && !rem.wanted.Load() && !rem.wanted.Swap(true) {
 			t.set.Want(int(k))

@@ -156,9 +156,7 @@ func open(spec string) (*source, error) {
 		return nil, err
 	}
 	t.dec = imagedec.NewPool(h, w, maxPx, resize).WithBackend(backend)
-	if t.set != nil && backgroundFills {
-		t.set.Start(t.filled)
-	}
+	t.startFills()
 	return t, nil
 }
 
@@ -347,15 +345,15 @@ func (t *source) indexWebDataset(members [][]tarMember, imageExt, labelExt strin
 }
 
 // member returns sample i's bytes: a slice of the mapped shard, or for a
-// remote shard not cached yet a pooled buffer (bp) to release after use.
-func (t *source) member(i int64) (data []byte, bp *[]byte, err error) {
+// remote shard what the read holds (bp) until release.
+func (t *source) member(i int64) (data []byte, bp lease, err error) {
 	s := &t.samples[i]
 	sh := &t.shards[s.shard]
 	if sh.data != nil {
-		return sh.data[s.off : s.off+s.size], nil, nil
+		return sh.data[s.off : s.off+s.size], lease{}, nil
 	}
 	if sh.rem == nil || t.ctx.Err() != nil {
-		return nil, nil, loader.ErrClosed
+		return nil, lease{}, loader.ErrClosed
 	}
 	return t.readRemote(sh, s)
 }
