@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
+	"time"
 )
 
 // chunkSize is how many samples a worker takes at once: large enough that
@@ -15,36 +17,69 @@ const chunkSize = 16
 // Pool is the set of worker goroutines (PyTorch's num_workers) shared by
 // every Loader built on it. Workers take chunks of queued batches
 // round-robin across loaders, so one busy stream cannot starve another;
-// each Loader bounds its own batches in flight. A Pool is safe for
-// concurrent use.
+// each Loader bounds its own batches in flight. SetActive parks the
+// workers above a count (--workers auto), and Busy sums the time workers
+// spent on chunks. A Pool is safe for concurrent use.
 type Pool struct {
 	mu      sync.Mutex
-	cond    sync.Cond
+	cond    sync.Cond // queued work, or Close
+	parked  sync.Cond // workers at or above limit wait here for SetActive
 	active  []*Loader // loaders with queued chunks, in round-robin order
 	rr      int
 	closed  bool
 	done    chan struct{}
 	wg      sync.WaitGroup
 	workers int
+	limit   int // workers with id < limit take chunks
+
+	t0      time.Time     // the clock busy time is read on (monotonic)
+	states  []workerState // per worker: the start of its chunk in progress
+	busyNs  atomic.Int64  // finished chunks' time
+	busyMax atomic.Int64  // the largest Busy returned, so it never goes back
 
 	stopOnce sync.Once
 	stopped  chan struct{} // closed once every worker has returned
 }
 
-// NewPool starts workers goroutines (at least one).
+// NewPool starts workers goroutines (at least one), all active.
 func NewPool(workers int) *Pool {
 	workers = max(workers, 1)
-	p := &Pool{done: make(chan struct{}), stopped: make(chan struct{}), workers: workers}
+	p := &Pool{done: make(chan struct{}), stopped: make(chan struct{}), workers: workers, limit: workers,
+		t0: time.Now(), states: make([]workerState, workers)}
 	p.cond.L = &p.mu
+	p.parked.L = &p.mu
 	p.wg.Add(workers)
-	for range workers {
-		go p.work()
+	for id := range workers {
+		go p.work(id)
 	}
 	return p
 }
 
-// Workers returns the number of worker goroutines.
+// Workers returns the number of worker goroutines, active or parked.
 func (p *Pool) Workers() int { return p.workers }
+
+// Active returns the number of workers taking chunks.
+func (p *Pool) Active() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.limit
+}
+
+// SetActive lets n workers take chunks (clamped to 1..Workers) and parks
+// the rest once their current chunk is done; it returns the count set.
+// Parked workers keep their buffers, so growing again costs nothing.
+// Output does not change: it never depends on the number of workers.
+func (p *Pool) SetActive(n int) int {
+	n = min(max(n, 1), p.workers)
+	p.mu.Lock()
+	grow := n > p.limit
+	p.limit = n
+	p.mu.Unlock()
+	if grow {
+		p.parked.Broadcast()
+	}
+	return n
+}
 
 // Close stops the workers once their current chunks are done. Loaders
 // still waiting on the pool get ErrClosed.
@@ -62,6 +97,7 @@ func (p *Pool) CloseContext(ctx context.Context) error {
 		p.closed = true
 		close(p.done)
 		p.cond.Broadcast()
+		p.parked.Broadcast()
 	}
 	p.mu.Unlock()
 	p.stopOnce.Do(func() {
@@ -88,29 +124,35 @@ type chunk struct {
 	lo, hi int
 }
 
-func (p *Pool) work() {
+func (p *Pool) work(id int) {
 	defer p.wg.Done()
 	// A fault reading a file mapping (the file shrank) panics instead of
 	// killing the process; fill recovers it (see fault.go).
 	debug.SetPanicOnFault(true)
-	wk := new(worker)
+	wk := &worker{pool: p, state: &p.states[id]}
 	for {
-		c, ok := p.take()
+		c, ok := p.take(id)
 		if !ok {
 			return
 		}
 		wk.sized = sizedReader{} // a worker serves many streams
+		wk.chunkStart()
 		c.b.l.fill(c, wk)
 	}
 }
 
-// take blocks until a chunk is queued, choosing loaders in turn.
-func (p *Pool) take() (chunk, bool) {
+// take blocks until a chunk is queued, choosing loaders in turn. Worker
+// id parks while it is not among the active ones.
+func (p *Pool) take(id int) (chunk, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for {
 		if p.closed {
 			return chunk{}, false
+		}
+		if id >= p.limit {
+			p.parked.Wait()
+			continue
 		}
 		if len(p.active) > 0 {
 			if p.rr >= len(p.active) {

@@ -3,7 +3,9 @@
 //	loaderd serve [flags]   serve datasets over gRPC
 //	loaderd bench [flags]   run the data path in-process and print its rate
 //	loaderd convert [flags] decode a dataset once into raw-pixel Arrow shards
+//	loaderd index SHARD.tar…   write sidecar indexes for remote tar shards
 //	loaderd inspect [flags] FORMAT:PATH   count, classes, shape; a PNG contact sheet
+//	loaderd top [flags]     live view of a running daemon, from its metrics
 package main
 
 import (
@@ -21,7 +23,9 @@ commands:
   serve   serve datasets to trainers over gRPC
   bench   run sampler → source → augmentation → batches in-process and print images/s
   convert decode a dataset once into raw-pixel Arrow IPC shards (--from FORMAT:PATH --to arrow:PATH)
+  index   write SHARD.tar.idx beside tar shards, so s3:// shards open without reading their headers
   inspect describe a dataset and draw a PNG contact sheet (inspect [--sheet F.png] FORMAT:PATH)
+  top     live view of a running daemon: streams, datasets, workers (needs serve --metrics-listen)
 
 Formats: cifar:PATH, synthetic[:N], folder:DIR, tar:FILE|DIR|GLOB, arrow:PATH, parquet:PATH;
 options follow '?', and every format takes ?holdout=K&part=train|val.
@@ -34,7 +38,9 @@ func main() {
 		cli.Command{Name: "serve", Run: serveMain},
 		cli.Command{Name: "bench", Run: benchMain},
 		cli.Command{Name: "convert", Run: convertMain},
+		cli.Command{Name: "index", Run: indexMain},
 		cli.Command{Name: "inspect", Run: inspectMain},
+		cli.Command{Name: "top", Run: topMain},
 	)
 }
 

@@ -22,7 +22,8 @@ func serveMain(ctx context.Context, args []string) error {
 	memLimit := fs.String("memory-limit", "", "bound on batch memory: streams' pinned pools, idle pools, worker scratch, e.g. 2GiB (default: half the machine's or cgroup's memory)")
 	fs.StringVar(&cfg.MetricsListen, "metrics-listen", "", "address for Prometheus /metrics (off when empty)")
 	fs.Var(&datasets, "dataset", "dataset to serve as name=FORMAT:PATH, repeatable (default "+server.DefaultDataset+")")
-	fs.IntVar(&cfg.Workers, "workers", 0, "worker goroutines shared by all streams (default GOMAXPROCS)")
+	workers := fs.String("workers", "", "worker goroutines shared by all streams (default GOMAXPROCS), or auto: as many as keep clients from waiting, 1..--workers-max")
+	fs.IntVar(&cfg.MaxWorkers, "workers-max", 0, "with --workers auto, the most workers (default GOMAXPROCS)")
 	fs.IntVar(&cfg.MaxStreams, "max-streams", 0, "streams served at once (0: unlimited)")
 	fs.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", 0, "graceful stop deadline before a forced stop (default 10s)")
 	fs.StringVar(&cfg.OnError, "on-error", "", "unreadable samples: fail the stream (default), or skip them (counted and logged)")
@@ -37,6 +38,12 @@ func serveMain(ctx context.Context, args []string) error {
 		return fmt.Errorf("serve: unexpected arguments %q", fs.Args())
 	}
 	cfg.Datasets = datasets
+	if *workers != "" {
+		var err error
+		if cfg.Workers, cfg.AutoWorkers, err = server.ParseWorkers(*workers); err != nil {
+			return fmt.Errorf("serve: %w", err)
+		}
+	}
 	mode, err := strconv.ParseUint(*unixMode, 8, 32)
 	if err != nil {
 		return fmt.Errorf("serve: --unix-mode %q: want octal permissions such as 0660", *unixMode)

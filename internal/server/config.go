@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/loaderd/loaderd/loader"
+	"github.com/loaderd/loaderd/loader/cache"
 	"github.com/loaderd/loaderd/loader/objstore"
 )
 
@@ -20,7 +22,9 @@ type Config struct {
 	MemoryLimit     int64       // batch memory bound in bytes; 0: DefaultMemoryLimit
 	MetricsListen   string      // Prometheus /metrics address; "" disables
 	Datasets        []string    // name=FORMAT:PATH, repeatable
-	Workers         int
+	Workers         int         // worker goroutines; with AutoWorkers, unused (0)
+	AutoWorkers     bool        // --workers auto: the daemon sets the active workers, 1..MaxWorkers
+	MaxWorkers      int         // --workers-max: the most --workers auto may use; default GOMAXPROCS
 	MaxStreams      int
 	ShutdownTimeout time.Duration
 	OnError         string // fail (the default) or skip unreadable samples
@@ -40,8 +44,11 @@ func (c *Config) EnsureDefaults() {
 	if len(c.Datasets) == 0 {
 		c.Datasets = []string{DefaultDataset}
 	}
-	if c.Workers == 0 {
+	if c.Workers == 0 && !c.AutoWorkers {
 		c.Workers = runtime.GOMAXPROCS(0)
+	}
+	if c.AutoWorkers && c.MaxWorkers == 0 {
+		c.MaxWorkers = runtime.GOMAXPROCS(0)
 	}
 	if c.ShutdownTimeout == 0 {
 		c.ShutdownTimeout = 10 * time.Second
@@ -71,8 +78,15 @@ func (c *Config) Validate() error {
 		}
 		seen[name] = true
 	}
-	if c.Workers < 1 || c.Workers > 1024 {
-		errs = append(errs, fmt.Errorf("--workers %d: want 1..1024", c.Workers))
+	switch {
+	case c.AutoWorkers && (c.MaxWorkers < 1 || c.MaxWorkers > 1024):
+		errs = append(errs, fmt.Errorf("--workers-max %d: want 1..1024", c.MaxWorkers))
+	case c.AutoWorkers && c.Workers != 0:
+		errs = append(errs, fmt.Errorf("--workers %d and auto at once", c.Workers))
+	case !c.AutoWorkers && c.MaxWorkers != 0:
+		errs = append(errs, fmt.Errorf("--workers-max %d needs --workers auto", c.MaxWorkers))
+	case !c.AutoWorkers && (c.Workers < 1 || c.Workers > 1024):
+		errs = append(errs, fmt.Errorf("--workers %d: want 1..1024 or auto", c.Workers))
 	}
 	if c.MaxStreams < 0 {
 		errs = append(errs, fmt.Errorf("--max-streams %d: want 0 (unlimited) or more", c.MaxStreams))
@@ -98,6 +112,26 @@ func (c *Config) Validate() error {
 	return errors.Join(errs...)
 }
 
+// PoolWorkers is the number of worker goroutines the daemon starts.
+func (c *Config) PoolWorkers() int {
+	if c.AutoWorkers {
+		return c.MaxWorkers
+	}
+	return c.Workers
+}
+
+// ParseWorkers reads --workers: a count, or "auto".
+func ParseWorkers(s string) (n int, auto bool, err error) {
+	if s == "auto" {
+		return 0, true, nil
+	}
+	n, err = strconv.Atoi(s)
+	if err != nil {
+		return 0, false, fmt.Errorf("--workers %q: want a number or auto", s)
+	}
+	return n, false, nil
+}
+
 // OpenDatasets opens every --dataset, closing what it opened on failure.
 func (c *Config) OpenDatasets() ([]*Dataset, error) {
 	if c.CacheDir != "" || c.CacheBytes != 0 {
@@ -108,7 +142,7 @@ func (c *Config) OpenDatasets() ([]*Dataset, error) {
 	var out []*Dataset
 	for _, d := range c.Datasets {
 		name, spec, _ := strings.Cut(d, "=")
-		src, err := loader.Open(spec)
+		src, err := cache.Open(spec) // loader.Open, with ?cache=decoded taken out
 		if err != nil {
 			for _, o := range out {
 				o.Source.Close()

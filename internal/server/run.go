@@ -27,7 +27,7 @@ func Run(ctx context.Context, c Config, log *slog.Logger, ready func(addrs []str
 		return err
 	}
 	policy, _ := loader.ParseErrorPolicy(c.OnError)
-	opts := Options{Workers: c.Workers, MaxStreams: c.MaxStreams, Logger: log,
+	opts := Options{Workers: c.PoolWorkers(), AutoWorkers: c.AutoWorkers, MaxStreams: c.MaxStreams, Logger: log,
 		OnError: policy, MaxSkips: c.MaxSkips, MemoryLimit: c.MemoryLimit}
 	if c.Unix != "" {
 		opts.FdSocket = fdSocketPath(c.Unix)
@@ -90,7 +90,7 @@ func Run(ctx context.Context, c Config, log *slog.Logger, ready func(addrs []str
 	for _, d := range datasets {
 		log.Info("dataset", "name", d.Name, "source", d.Source.String(), "samples", d.Source.Len(), "augment", d.Augment)
 	}
-	log.Info("serving", "addrs", addrs, "workers", c.Workers, "memory_limit", bytesize.Format(c.MemoryLimit))
+	log.Info("serving", "addrs", addrs, "workers", c.PoolWorkers(), "workers_auto", c.AutoWorkers, "memory_limit", bytesize.Format(c.MemoryLimit))
 	if ready != nil {
 		ready(addrs)
 	}

@@ -36,7 +36,7 @@ type Dataset struct {
 
 // Options configure a Server.
 type Options struct {
-	Workers    int          // worker goroutines shared by every stream
+	Workers    int          // worker goroutines shared by every stream (with AutoWorkers, the most active)
 	MaxStreams int          // streams served at once; 0 is unlimited
 	Logger     *slog.Logger // nil: slog.Default()
 	Registry   *prometheus.Registry
@@ -45,7 +45,8 @@ type Options struct {
 	AckTimeout time.Duration // how long a finished stream waits for its last acks
 
 	// MemoryLimit bounds the daemon's batch memory: every stream's pinned
-	// pool, the idle pools kept for reuse, and the workers' scratch. An
+	// pool, the idle pools kept for reuse, the workers' scratch, and the
+	// datasets' decoded caches (?cache=decoded, reserved at start). An
 	// Open that does not fit is refused with RESOURCE_EXHAUSTED. Default:
 	// DefaultMemoryLimit.
 	MemoryLimit int64
@@ -59,6 +60,12 @@ type Options struct {
 	// skip it, delivering a neighbour, counting and logging it.
 	OnError  loader.ErrorPolicy
 	MaxSkips int64
+
+	// AutoWorkers lets the daemon set how many of the Workers take work,
+	// from 1 up, by the clients' reported waits and the workers' busy time
+	// (autotune.go): cores the loading does not need go back to the
+	// trainer. It starts at 1.
+	AutoWorkers bool
 }
 
 // Server serves loaderd.v1.Loader.
@@ -73,6 +80,7 @@ type Server struct {
 	mem      *budget
 	fds      *fdBroker
 	metrics  *metrics
+	live     *streamTable // open streams' counters (metrics.go)
 	health   *health.Server
 	grpc     *grpc.Server
 
@@ -120,6 +128,9 @@ func New(opts Options, datasets ...*Dataset) (*Server, error) {
 	if err := mem.reserve(memScratch, scratch); err != nil {
 		return nil, fmt.Errorf("server: worker scratch for the largest sample: %w (raise --memory-limit)", err)
 	}
+	if err := reserveCaches(mem, datasets); err != nil {
+		return nil, err
+	}
 	for _, d := range datasets {
 		if _, dup := s.datasets[d.Name]; dup {
 			return nil, fmt.Errorf("server: dataset %q registered twice", d.Name)
@@ -130,7 +141,13 @@ func New(opts Options, datasets ...*Dataset) (*Server, error) {
 		s.datasets[d.Name] = d
 	}
 	s.metrics = newMetrics(opts.Registry, s)
+	registerCacheMetrics(opts.Registry, s)
+	s.live = newStreamTable(s.metrics)
 	s.pool = loader.NewPool(opts.Workers)
+	if opts.AutoWorkers {
+		s.pool.SetActive(1)
+		go s.autotune(defaultTuneConfig(opts.Workers), autoTick)
+	}
 	go s.slots.janitor(s.stopping)
 	s.health = health.NewServer()
 	s.grpc = grpc.NewServer(

@@ -53,7 +53,7 @@ func (s *Server) Stream(st pb.Loader_StreamServer) error {
 		return status.Errorf(codes.InvalidArgument, "%v", err)
 	}
 	s.metrics.slotsLeased.Add(float64(pool.Slots()))
-	ss := newSession(s, st, p, pool, l, m)
+	ss := newSession(s, st, p, pool, l, m, cut(o.GetClientName(), 64))
 	s.metrics.streams.Inc()
 	defer s.metrics.streams.Dec()
 	defer ss.end()

@@ -131,7 +131,8 @@ def serve(datasets, *, binary=None, workers=None, args=(), socket=None, log=None
 
     datasets: {name: "FORMAT:PATH"} or a list of "NAME=FORMAT:PATH".
     binary: the executable (default $LOADERD_BIN, else `loaderd` on PATH).
-    workers: the daemon's worker goroutines (default: its own, GOMAXPROCS).
+    workers: the daemon's worker goroutines (default: its own, GOMAXPROCS),
+        or "auto": as many as keep the trainers from waiting (docs/OPERATIONS.md).
     args: more `loaderd serve` flags, e.g. ["--memory-limit", "2GiB"].
     socket: the socket's path (default a fresh private directory, removed
         at stop); one fixed per node lets other processes find it.
@@ -144,7 +145,7 @@ def serve(datasets, *, binary=None, workers=None, args=(), socket=None, log=None
     exe = find_binary(binary)
     argv = [exe, "serve"] + _dataset_args(datasets)
     if workers is not None:
-        argv += ["--workers", str(int(workers))]
+        argv += ["--workers", "auto" if workers == "auto" else str(int(workers))]
     argv += [os.fspath(a) for a in args]
     owns = socket is None
     if owns:
