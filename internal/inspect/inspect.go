@@ -14,6 +14,7 @@ import (
 
 	"github.com/loaderd/loaderd/augment"
 	"github.com/loaderd/loaderd/loader"
+	"github.com/loaderd/loaderd/loader/cache"
 
 	"github.com/loaderd/loaderd/internal/bytesize"
 )
@@ -70,7 +71,13 @@ const MaxErrors = 20
 
 // Run inspects o.Source.
 func Run(ctx context.Context, o Options) (Report, error) {
-	src, err := loader.Open(o.Source)
+	// A serve --dataset spec may ask for a decoded cache (cache=decoded):
+	// inspecting reads each sample once, so its options are taken out.
+	spec, _, _, err := cache.SplitSpec(o.Source)
+	if err != nil {
+		return Report{}, err
+	}
+	src, err := loader.Open(spec)
 	if err != nil {
 		return Report{}, err
 	}

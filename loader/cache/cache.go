@@ -1,0 +1,380 @@
+package cache
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/loaderd/loaderd/augment"
+	"github.com/loaderd/loaderd/internal/bytesize"
+	"github.com/loaderd/loaderd/loader"
+	"github.com/loaderd/loaderd/sampler"
+)
+
+// ErrConfig reports a cache that cannot be built as asked: a bad option,
+// or a size the dataset does not allow.
+var ErrConfig = errors.New("invalid cache")
+
+// Config sizes a Cache.
+type Config struct {
+	// Bytes bounds the arena that holds the pixels (labels and the entry
+	// table come on top, see Stats.Overhead). 0 means the whole decoded
+	// dataset, which only a source of fixed-size images can say; one of
+	// varying size needs a bound.
+	Bytes int64
+}
+
+// Entry states: the word holds stEmpty, stFilling, or stReady plus the
+// entry's offset in the arena.
+const (
+	stEmpty   = 0
+	stFilling = 1
+	stReady   = 2
+)
+
+// entry is one sample's slot. label, h and w are written only by the
+// worker that moved st from empty to filling, before it publishes st as
+// ready; they are read only after st is seen ready.
+type entry struct {
+	st    atomic.Uint64
+	label int32
+	h, w  uint32 // the image's size, for sources of varying size
+}
+
+// stripes spreads the hit and miss counters over cache lines, by sample
+// index: workers read random samples, so they rarely add to the same one.
+const stripes = 8
+
+type counter struct {
+	n atomic.Int64
+	_ [56]byte
+}
+
+// Cache is a loader.Source that keeps the decoded pixels of the samples
+// it admits (see the package documentation). It owns the source it
+// wraps: Close closes it. It also implements loader.Namer,
+// loader.Labeler and loader.SizedSource (the last one meaningful only
+// when the source's images vary in size: a Spec of H = W = 0).
+type Cache struct {
+	src    loader.Source
+	sized  loader.SizedSource // src, when its images vary in size
+	name   string
+	sample int64 // bytes of one fixed-size sample; 0 when sizes vary
+	ch     int64 // channels
+	ents   []entry
+	arena  []byte
+
+	used    atomic.Int64 // arena bytes handed out (bump pointer)
+	full    atomic.Bool  // no sample fits any more (fixed-size samples)
+	entries atomic.Int64
+	closed  atomic.Bool
+	hits    [stripes]counter
+	misses  [stripes]counter
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// New wraps src in a cache sized by cfg. On error src is left open, for
+// the caller to close.
+func New(src loader.Source, cfg Config) (*Cache, error) {
+	spec := src.Spec()
+	n := src.Len()
+	c := &Cache{src: src, name: src.String(), ch: int64(spec.C)}
+	if spec.H == 0 && spec.W == 0 {
+		ss, ok := src.(loader.SizedSource)
+		if !ok {
+			return nil, fmt.Errorf("cache: %s: images of varying size but no loader.SizedSource: %w", src, ErrConfig)
+		}
+		if cfg.Bytes <= 0 {
+			return nil, fmt.Errorf("cache: %s: images of varying size need cache_bytes=SIZE: %w", src, ErrConfig)
+		}
+		c.sized = ss
+	} else {
+		c.sample = int64(spec.Bytes())
+		if cfg.Bytes < 0 {
+			return nil, fmt.Errorf("cache: %s: cache_bytes %d is negative: %w", src, cfg.Bytes, ErrConfig)
+		}
+		whole := n * c.sample
+		if cfg.Bytes == 0 || cfg.Bytes > whole {
+			cfg.Bytes = whole // no more than the whole dataset
+		}
+		if cfg.Bytes < c.sample {
+			return nil, fmt.Errorf("cache: %s: cache_bytes %s holds no sample of %s: %w",
+				src, bytesize.Format(cfg.Bytes), bytesize.Format(c.sample), ErrConfig)
+		}
+		cfg.Bytes -= cfg.Bytes % c.sample // whole samples only
+	}
+	arena, err := newArena(cfg.Bytes)
+	if err != nil {
+		return nil, fmt.Errorf("cache: %s: arena of %s: %w", src, bytesize.Format(cfg.Bytes), err)
+	}
+	c.arena = arena
+	c.ents = make([]entry, n)
+	// A view read after Close faults inside this range: ErrFault, no crash.
+	loader.RegisterMapping(c.arena, "decoded cache of "+c.name)
+	return c, nil
+}
+
+// Sample implements loader.Source: the cached pixels, a view of the arena
+// valid for good, or the source's (admitted into the cache if there is
+// room). Sources of varying size are read at full size.
+func (c *Cache) Sample(i int64, scratch []byte) (int32, []byte, error) {
+	if c.closed.Load() {
+		return 0, nil, &loader.RecordError{File: c.String(), Record: i, Err: loader.ErrClosed}
+	}
+	if uint64(i) >= uint64(len(c.ents)) {
+		return c.src.Sample(i, scratch) // the source names its own bad index
+	}
+	e := &c.ents[i]
+	if st := e.st.Load(); st >= stReady {
+		c.hits[i&(stripes-1)].n.Add(1)
+		return e.label, c.view(e, st), nil
+	}
+	c.misses[i&(stripes-1)].n.Add(1)
+	if c.sized != nil {
+		label, pix, h, w, _, err := c.sized.SampleSized(i, scratch, nil)
+		if err == nil {
+			c.admit(e, label, pix, h, w)
+		}
+		return label, pix, err
+	}
+	label, pix, err := c.src.Sample(i, scratch)
+	if err == nil {
+		c.admit(e, label, pix, 0, 0)
+	}
+	return label, pix, err
+}
+
+// SampleSized implements loader.SizedSource. A cached image is served
+// when the caller's scale takes it at full size (d = 1); for a scaled
+// decode the source decodes it as it would without the cache.
+func (c *Cache) SampleSized(i int64, scratch []byte, scale loader.Scaler) (label int32, pix []byte, h, w, d int, err error) {
+	if c.sized == nil {
+		label, pix, err = c.Sample(i, scratch)
+		s := c.src.Spec()
+		return label, pix, s.H, s.W, 1, err
+	}
+	if c.closed.Load() {
+		return 0, nil, 0, 0, 0, &loader.RecordError{File: c.String(), Record: i, Err: loader.ErrClosed}
+	}
+	if uint64(i) >= uint64(len(c.ents)) {
+		return c.sized.SampleSized(i, scratch, scale)
+	}
+	e := &c.ents[i]
+	if st := e.st.Load(); st >= stReady {
+		h, w, d = int(e.h), int(e.w), 1
+		if scale != nil {
+			d = scale.Scale(h, w)
+		}
+		if d == 1 {
+			c.hits[i&(stripes-1)].n.Add(1)
+			return e.label, c.view(e, st), h, w, 1, nil
+		}
+	}
+	c.misses[i&(stripes-1)].n.Add(1)
+	label, pix, h, w, d, err = c.sized.SampleSized(i, scratch, scale)
+	if err == nil && d == 1 {
+		c.admit(e, label, pix, h, w)
+	}
+	return label, pix, h, w, d, err
+}
+
+// view returns the pixels of a ready entry.
+func (c *Cache) view(e *entry, st uint64) []byte {
+	off := int64(st - stReady)
+	n := c.sample
+	if c.sized != nil {
+		n = int64(e.h) * int64(e.w) * c.ch
+	}
+	return c.arena[off : off+n : off+n]
+}
+
+// admit copies a sample just read into the arena, if it has room and no
+// other worker got there first.
+func (c *Cache) admit(e *entry, label int32, pix []byte, h, w int) {
+	n := int64(len(pix))
+	if c.full.Load() || n == 0 || (c.sized != nil && n != int64(h)*int64(w)*c.ch) {
+		return
+	}
+	if !e.st.CompareAndSwap(stEmpty, stFilling) {
+		return // being filled, or filled, by another worker
+	}
+	off, ok := c.reserve(n)
+	if !ok {
+		e.st.Store(stEmpty)
+		return
+	}
+	c.fill(e, off, pix)
+	e.label, e.h, e.w = label, uint32(h), uint32(w)
+	e.st.Store(stReady + uint64(off)) // publish: the bytes and fields are written
+	c.entries.Add(1)
+}
+
+// reserve bumps the arena's pointer by n bytes.
+func (c *Cache) reserve(n int64) (int64, bool) {
+	for {
+		u := c.used.Load()
+		if u+n > int64(len(c.arena)) {
+			if c.sized == nil || u == int64(len(c.arena)) {
+				c.full.Store(true) // static admission: the cache is complete
+			}
+			return 0, false
+		}
+		if c.used.CompareAndSwap(u, u+n) {
+			return u, true
+		}
+	}
+}
+
+// fill copies pix into the arena. pix may be a view of a mapped file that
+// shrank (a CIFAR or Arrow source): the copy then faults, and the entry
+// goes back to empty before the fault reaches the loader's guard.
+func (c *Cache) fill(e *entry, off int64, pix []byte) {
+	defer func() {
+		if r := recover(); r != nil {
+			e.st.Store(stEmpty) // its bytes stay reserved, unused
+			panic(r)
+		}
+	}()
+	copy(c.arena[off:], pix)
+}
+
+// Len implements loader.Source.
+func (c *Cache) Len() int64 { return c.src.Len() }
+
+// Spec implements loader.Source.
+func (c *Cache) Spec() augment.Spec { return c.src.Spec() }
+
+// Classes implements loader.Source.
+func (c *Cache) Classes() []string { return c.src.Classes() }
+
+// String names the source as FORMAT:PATH with the cache's options.
+func (c *Cache) String() string {
+	sep := "?"
+	if strings.Contains(c.name, "?") {
+		sep = "&"
+	}
+	return c.name + sep + "cache=decoded&cache_bytes=" + strconv.Itoa(len(c.arena))
+}
+
+// Source returns the source the cache wraps.
+func (c *Cache) Source() loader.Source { return c.src }
+
+// Name implements loader.Namer, as the source names its samples.
+func (c *Cache) Name(i int64) string {
+	if n, ok := c.src.(loader.Namer); ok {
+		return n.Name(i)
+	}
+	return c.name + "#" + strconv.FormatInt(i, 10)
+}
+
+// Label implements loader.Labeler: the cached label, else the source's
+// (without decoding when the source is a Labeler).
+func (c *Cache) Label(i int64) (int32, error) {
+	if uint64(i) < uint64(len(c.ents)) && !c.closed.Load() {
+		if e := &c.ents[i]; e.st.Load() >= stReady {
+			return e.label, nil
+		}
+	}
+	if l, ok := c.src.(loader.Labeler); ok {
+		return l.Label(i)
+	}
+	need := c.sample
+	if c.sized != nil {
+		need = c.sized.MaxPixels() * c.ch
+	}
+	label, _, err := c.Sample(i, make([]byte, need))
+	return label, err
+}
+
+// MaxPixels implements loader.SizedSource.
+func (c *Cache) MaxPixels() int64 {
+	if c.sized != nil {
+		return c.sized.MaxPixels()
+	}
+	s := c.src.Spec()
+	return int64(s.H) * int64(s.W)
+}
+
+// ShardOrder implements loader.ShardOrderer: the source's shard-shuffle
+// order, nil when it has none, so that ?order=shards survives the cache.
+func (c *Cache) ShardOrder() *sampler.Shards {
+	if so, ok := c.src.(loader.ShardOrderer); ok {
+		return so.ShardOrder()
+	}
+	return nil
+}
+
+// Prefetch implements loader.Prefetcher by passing the plan on to the
+// source (remote shards fetch ahead); samples already cached cost the
+// source a lookup at most.
+func (c *Cache) Prefetch(indices []int64) {
+	if pf, ok := c.src.(loader.Prefetcher); ok {
+		pf.Prefetch(indices)
+	}
+}
+
+// Decoder names the source's image decoder, where it has one.
+func (c *Cache) Decoder() string {
+	if d, ok := c.src.(interface{ Decoder() string }); ok {
+		return d.Decoder()
+	}
+	return ""
+}
+
+// Stats are a cache's counters, read together (each one atomically, not
+// all at one instant).
+type Stats struct {
+	Hits      int64 // reads served from the cache
+	Misses    int64 // reads the source served (errors included)
+	Evictions int64 // entries dropped to make room: always 0, static admission never evicts
+	Entries   int64 // samples cached
+	Len       int64 // samples in the dataset
+	Bytes     int64 // arena bytes in use
+	Capacity  int64 // arena bytes
+	Overhead  int64 // the entry table: labels, sizes and states
+}
+
+// Stats returns the cache's counters.
+func (c *Cache) Stats() Stats {
+	s := Stats{Entries: c.entries.Load(), Len: int64(len(c.ents)), Bytes: c.used.Load(),
+		Capacity: int64(len(c.arena)), Overhead: c.Overhead()}
+	for k := range stripes {
+		s.Hits += c.hits[k].n.Load()
+		s.Misses += c.misses[k].n.Load()
+	}
+	return s
+}
+
+// Overhead returns the bytes of the entry table.
+func (c *Cache) Overhead() int64 { return int64(len(c.ents)) * entrySize }
+
+// Reserved returns the memory the cache may come to hold: the arena and
+// the entry table. A daemon counts it in its memory budget.
+func (c *Cache) Reserved() int64 { return int64(len(c.arena)) + c.Overhead() }
+
+// Close drops the cached pixels and closes the source. The arena's memory
+// goes back to the system; see the package documentation for a view read
+// after Close.
+func (c *Cache) Close() error {
+	c.closeOnce.Do(func() {
+		c.closed.Store(true)
+		dropArena(c.arena)
+		c.closeErr = c.src.Close()
+	})
+	return c.closeErr
+}
+
+var (
+	_ loader.SizedSource = (*Cache)(nil)
+	_ loader.Namer       = (*Cache)(nil)
+	_ loader.Labeler     = (*Cache)(nil)
+)
+
+// entrySize is the entry table's cost per sample.
+const entrySize = int64(unsafe.Sizeof(entry{}))

@@ -1,0 +1,5 @@
+//go:build race
+
+package cache_test
+
+const raceEnabled = true
