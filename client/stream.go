@@ -30,6 +30,8 @@ type StreamConfig struct {
 	NoShuffle     bool
 	DropLast      bool // sampler: drop the tail instead of padding
 	DropLastBatch bool // drop each epoch's incomplete last batch
+	// Start is the first batch; a Start.Offset resumes elastically (see
+	// docs/RESUME.md and Stream.Global).
 	Start         sampler.Position
 	Epochs        int64         // epochs to receive, counting Start.Epoch; 0 is endless
 	Augment       string        // augmentation spec; empty is the dataset's default
@@ -55,7 +57,8 @@ const DefaultPrefetch = 8
 type Batch struct {
 	Seq     uint64 // position in this Stream, from 0, across reconnects
 	Epoch   int64
-	Index   int64 // batch index within the epoch
+	Index   int64 // batch index within the epoch (counted from Offset)
+	Offset  int64 // the epoch's elastic-resume offset (sampler.Position.Offset); 0 but in a resumed start epoch
 	Indices []int64
 	Labels  []int32
 	Params  []augment.Params
@@ -70,6 +73,7 @@ type Batch struct {
 	gen       int        // stream generation it arrived on
 	serverSeq uint64
 	held      bool
+	wait      time.Duration // how long Next blocked for it; sent on its ack
 }
 
 // Release acknowledges the batch: its buffer returns to the ring and the
@@ -108,6 +112,7 @@ type Stream struct {
 	gen      int
 	ack      *pb.StreamRequest
 	ackSeqs  []uint64
+	ackWaits []uint64
 
 	dec   wire.Decoder
 	seq   uint64
@@ -178,7 +183,7 @@ func (s *Stream) open(start sampler.Position) *pb.Open {
 	c := s.cfg
 	o := &pb.Open{Dataset: c.Dataset, Rank: int32(c.Rank), World: int32(c.World), BatchSize: int32(c.BatchSize),
 		Seed: c.Seed, NoShuffle: c.NoShuffle, DropLast: c.DropLast, DropLastBatch: c.DropLastBatch,
-		StartEpoch: start.Epoch, StartBatch: start.Batch, Augment: c.Augment,
+		StartEpoch: start.Epoch, StartBatch: start.Batch, StartOffset: start.Offset, Augment: c.Augment,
 		Dtype: pb.DType(c.DType), Layout: pb.Layout(c.Layout), MaxInFlight: uint32(c.Prefetch),
 		IncludeParams: c.IncludeParams, ClientName: c.Name, Transport: pb.Transport_TRANSPORT_INLINE}
 	if c.SharedMemory {
@@ -220,6 +225,10 @@ func (s *Stream) connect(ctx context.Context, resume bool) error {
 			err = errors.New("client: daemon closed the stream before its header")
 		}
 		return fmt.Errorf("client: open %q: %w", s.cfg.Dataset, err)
+	}
+	if err := checkStart(r.Header, s.next); err != nil {
+		gcancel()
+		return err
 	}
 	if old := s.header; old != nil && (old.GetSampleBytes() != r.Header.GetSampleBytes() || old.GetBatchSize() != r.Header.GetBatchSize() ||
 		old.GetMaxInFlight() != r.Header.GetMaxInFlight()) {
@@ -347,15 +356,22 @@ func (s *Stream) accept(b *Batch) error {
 	}
 	b.Params = b.Params[:0]
 	p := &w.Params
-	for i := range min(len(p.Top), len(p.Left), len(p.Flip)) {
-		b.Params = append(b.Params, augment.Params{Top: p.Top[i], Left: p.Left[i], Flip: p.Flip[i]})
+	if len(p.Height) == 0 && len(p.Width) == 0 {
+		for i := range min(len(p.Top), len(p.Left), len(p.Flip)) {
+			b.Params = append(b.Params, augment.Params{Top: p.Top[i], Left: p.Left[i], Flip: p.Flip[i]})
+		}
+	} else { // a resampling pipeline: (top, left, height, width) is the box
+		for i := range min(len(p.Top), len(p.Left), len(p.Flip), len(p.Height), len(p.Width)) {
+			b.Params = append(b.Params, augment.Params{Flip: p.Flip[i],
+				Box: augment.Box{X: p.Left[i], Y: p.Top[i], W: p.Width[i], H: p.Height[i]}})
+		}
 	}
 	b.serverSeq, b.Seq, b.gen, b.held = w.Seq, s.seq, s.gen, true
 	s.seq++
-	next := sampler.Position{Epoch: b.Epoch, Batch: b.Index + 1}
-	if next.Batch >= s.header.GetBatchesPerEpoch() {
-		next = sampler.Position{Epoch: b.Epoch + 1}
+	if b.Offset = 0; b.Epoch == s.next.Epoch {
+		b.Offset = s.next.Offset
 	}
+	next := s.after(b.Position(), s.header)
 	s.mu.Lock()
 	s.next = next
 	s.stats.Batches++
@@ -409,7 +425,8 @@ func (s *Stream) resumable(err error) bool {
 }
 
 // Next returns the next batch, waiting for it if the ring is empty. It
-// returns io.EOF after the last epoch.
+// returns io.EOF after the last epoch. How long it blocked goes to the
+// daemon on the batch's ack (Ack.wait_ns), which tunes --workers auto.
 func (s *Stream) Next(ctx context.Context) (*Batch, error) {
 	t0 := time.Now()
 	var b *Batch
@@ -419,8 +436,9 @@ func (s *Stream) Next(ctx context.Context) (*Batch, error) {
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
+	wait := time.Since(t0)
 	s.mu.Lock()
-	s.stats.Wait += time.Since(t0)
+	s.stats.Wait += wait
 	s.mu.Unlock()
 	if !ok {
 		<-s.done
@@ -430,6 +448,7 @@ func (s *Stream) Next(ctx context.Context) (*Batch, error) {
 		// Closed: b's memory is gone, though it was still in the ring.
 		return nil, fmt.Errorf("client: stream closed: %w", err)
 	}
+	b.wait = wait
 	return b, nil
 }
 
@@ -444,7 +463,8 @@ func (s *Stream) release(b *Batch) error {
 	if b.gen == s.gen {
 		a := s.ack.GetAck()
 		s.ackSeqs = append(s.ackSeqs[:0], b.serverSeq)
-		a.Seqs = s.ackSeqs
+		s.ackWaits = append(s.ackWaits[:0], uint64(b.wait)) // the daemon's client-wait histogram, and --workers auto
+		a.Seqs, a.WaitNs = s.ackSeqs, s.ackWaits
 		err = s.gs.Send(s.ack)
 	}
 	s.sendMu.Unlock()

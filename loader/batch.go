@@ -13,7 +13,8 @@ import (
 type Batch struct {
 	Seq     int64            // position in the stream, from 0
 	Epoch   int64            // epoch of every sample in the batch
-	Index   int64            // batch index within the epoch
+	Index   int64            // batch index within the epoch (from Offset)
+	Offset  int64            // the epoch's global start offset (sampler.Position.Offset); 0 but in an elastically resumed start epoch
 	Indices []int64          // dataset index of each sample (under SkipOnError, of its substitute)
 	Labels  []int32          // label of each sample
 	Params  []augment.Params // each sample's random choices; nil unless Config.WithParams
@@ -27,6 +28,7 @@ type Batch struct {
 	params   []augment.Params
 	assigned int          // samples handed to workers (guarded by Pool.mu)
 	pending  atomic.Int32 // samples not yet written
+	busyNs   atomic.Int64 // worker time spent on its chunks (busy.go)
 	done     chan struct{}
 	errMu    sync.Mutex
 	err      error
@@ -79,6 +81,7 @@ func (l *Loader) fill(c chunk, wk *worker) {
 			k++
 		}
 	}
+	wk.chunkDone(b)
 	if b.pending.Add(-int32(c.hi-c.lo)) == 0 {
 		b.done <- struct{}{}
 	}

@@ -27,8 +27,11 @@ type Config struct {
 	BatchSize     int
 	DropLastBatch bool // drop the rank's last, incomplete batch of each epoch
 
-	Start  sampler.Position // first batch to deliver
-	Epochs int64            // the stream ends before this epoch (absolute, so a resumed stream ends where the original would); 0 is endless
+	// Start is the first batch to deliver. A Start.Offset (an elastic
+	// resume: see docs/RESUME.md) plans the rest of Start.Epoch from that
+	// entry of its order on, over this stream's world; 0 <= Offset <= N.
+	Start  sampler.Position
+	Epochs int64 // the stream ends before this epoch (absolute, so a resumed stream ends where the original would); 0 is endless
 
 	InFlight   int          // batches planned ahead, and pinned slots held; default 4
 	Pinned     *pinned.Pool // slots come from here when set; else the Loader maps its own
@@ -71,7 +74,9 @@ type Loader struct {
 	mu        sync.Mutex
 	pos       sampler.Position // next batch to plan
 	plan      sampler.Epoch
-	planEpoch int64
+	planEpoch int64 // epoch that plan covers, from planOff
+	planOff   int64
+	posEnd    int64 // batches in pos's epoch from pos.Offset
 	seq       int64
 	exhausted bool
 	err       error    // sticky: the first failure, or ErrClosed
@@ -108,7 +113,7 @@ func New(pool *Pool, cfg Config) (*Loader, error) {
 	if cfg.InFlight < 1 || cfg.InFlight > 64 {
 		errs = append(errs, fmt.Sprintf("in-flight %d (want 1..64)", cfg.InFlight))
 	}
-	if cfg.Start.Epoch < 0 || cfg.Start.Batch < 0 {
+	if cfg.Start.Epoch < 0 || cfg.Start.Batch < 0 || cfg.Start.Offset < 0 {
 		errs = append(errs, fmt.Sprintf("start position %+v is negative", cfg.Start))
 	}
 	if cfg.OnError != FailOnError && cfg.OnError != SkipOnError || cfg.MaxSkips < 0 {
@@ -133,8 +138,14 @@ func New(pool *Pool, cfg Config) (*Loader, error) {
 		}
 		dist = sampler.Distributed{N: cfg.Source.Len(), Rank: cfg.Rank, World: cfg.World,
 			Seed: cfg.Seed, Shuffle: cfg.Shuffle, DropLast: cfg.DropLast}
+		if so, ok := cfg.Source.(ShardOrderer); ok {
+			dist.Shards = so.ShardOrder()
+		}
 		if err := dist.Validate(); err != nil {
 			errs = append(errs, strings.TrimPrefix(err.Error(), "sampler: "))
+		}
+		if cfg.Start.Offset > dist.N {
+			errs = append(errs, fmt.Sprintf("start offset %d is past the dataset's %d samples", cfg.Start.Offset, dist.N))
 		}
 	}
 	if len(errs) > 0 {
@@ -149,8 +160,14 @@ func New(pool *Pool, cfg Config) (*Loader, error) {
 	if l.perEpoch == 0 {
 		return nil, fmt.Errorf("loader: invalid config: rank %d gets %d samples per epoch, no batch of %d", cfg.Rank, dist.NumSamples(), cfg.BatchSize)
 	}
-	if cfg.Start.Batch >= l.perEpoch {
-		return nil, fmt.Errorf("loader: invalid config: start batch %d, but an epoch has %d batches", cfg.Start.Batch, l.perEpoch)
+	if n := l.batchesAt(cfg.Start); cfg.Start.Batch >= n && (n > 0 || cfg.Start.Batch > 0) {
+		return nil, fmt.Errorf("loader: invalid config: start batch %d, but the epoch has %d batches (from offset %d)",
+			cfg.Start.Batch, n, cfg.Start.Offset)
+	} else if n == 0 {
+		// Nothing of the epoch is left for this world (an offset at N, or
+		// only a dropped tail after it): start at the next epoch.
+		l.pos = sampler.Position{Epoch: cfg.Start.Epoch + 1}
+		l.exhausted = cfg.Epochs > 0 && l.pos.Epoch >= cfg.Epochs
 	}
 	if err := l.setupSlots(); err != nil {
 		return nil, err
@@ -201,8 +218,25 @@ func (l *Loader) releaseSlots() {
 	}
 }
 
-// BatchesPerEpoch returns how many batches this rank gets each epoch.
+// BatchesPerEpoch returns how many batches this rank gets each whole
+// epoch (a start epoch resumed at an offset has BatchesFrom).
 func (l *Loader) BatchesPerEpoch() int64 { return l.perEpoch }
+
+// After returns the position of the batch that follows b in an
+// uninterrupted stream: where a stream resumes once b is consumed.
+func (l *Loader) After(b *Batch) sampler.Position {
+	p := sampler.Position{Epoch: b.Epoch, Batch: b.Index, Offset: b.Offset}
+	return p.Next(l.batchesAt(p))
+}
+
+// batchesAt returns how many batches this rank gets in p's epoch from
+// p.Offset on.
+func (l *Loader) batchesAt(p sampler.Position) int64 {
+	if p.Offset == 0 {
+		return l.perEpoch
+	}
+	return l.dist.BatchesFrom(p.Offset, l.cfg.BatchSize, l.cfg.DropLastBatch)
+}
 
 // Skipped returns the number of samples replaced under SkipOnError.
 func (l *Loader) Skipped() int64 { return l.skip.Skipped() }
@@ -295,19 +329,25 @@ func (l *Loader) planLocked() {
 	for len(l.idle) > 0 && !l.exhausted {
 		b := l.idle[len(l.idle)-1]
 		l.idle = l.idle[:len(l.idle)-1]
-		if l.planEpoch != l.pos.Epoch {
-			l.plan, l.planEpoch = l.dist.Epoch(l.pos.Epoch), l.pos.Epoch
+		if l.planEpoch != l.pos.Epoch || l.planOff != l.pos.Offset {
+			l.plan = l.dist.EpochFrom(l.pos.Epoch, l.pos.Offset)
+			l.planEpoch, l.planOff = l.pos.Epoch, l.pos.Offset
+			l.posEnd = l.batchesAt(l.pos)
 		}
 		start := l.pos.Batch * bs
 		n := min(bs, l.plan.Len()-start)
 		b.Indices = l.plan.Fill(b.idx[:n], start)
+		if pf, ok := l.src.(Prefetcher); ok {
+			pf.Prefetch(b.Indices)
+		}
 		b.Labels = b.labels[:n]
 		if b.params != nil {
 			b.Params = b.params[:n]
 		}
 		b.Data = b.Slot.Bytes()[:int(n)*l.outBytes]
-		b.Seq, b.Epoch, b.Index = l.seq, l.pos.Epoch, l.pos.Batch
+		b.Seq, b.Epoch, b.Index, b.Offset = l.seq, l.pos.Epoch, l.pos.Batch, l.pos.Offset
 		b.assigned, b.err = 0, nil
+		b.busyNs.Store(0)
 		b.pending.Store(int32(n))
 		l.seq++
 		l.order[(l.ohead+l.olen)%len(l.order)] = b
@@ -319,7 +359,7 @@ func (l *Loader) planLocked() {
 
 func (l *Loader) advanceLocked() {
 	l.pos.Batch++
-	if l.pos.Batch < l.perEpoch {
+	if l.pos.Batch < l.posEnd {
 		return
 	}
 	l.pos = sampler.Position{Epoch: l.pos.Epoch + 1}

@@ -39,6 +39,9 @@ type worker struct {
 	scratch []byte
 	aug     augment.Scratch
 	sized   sizedReader
+	pool    *Pool
+	state   *workerState // the pool's record of this worker's chunk (busy.go)
+	start   int64        // pool clock at the current chunk's start
 }
 
 // sizedReader adapts a SizedSource to Source for the error policy and the

@@ -15,20 +15,39 @@ var (
 )
 
 // Position is a resume point: batch Batch of epoch Epoch.
-type Position struct{ Epoch, Batch int64 }
+//
+// Offset is 0 but after an elastic resume (docs/RESUME.md): then the
+// first Offset entries of the epoch's order were consumed before this
+// world's plan of the epoch began (Distributed.EpochFrom), and Batch counts
+// batches of the rest, of which each rank has
+// Distributed.BatchesFrom(Offset, …). It belongs to Epoch alone: the next
+// epoch starts at Offset 0. The zero Offset keeps older encodings (JSON
+// without the field) meaning what they meant.
+type Position struct {
+	Epoch, Batch int64
+	Offset       int64 `json:",omitempty"`
+}
 
-// String formats p as "epoch E batch B".
-func (p Position) String() string { return fmt.Sprintf("epoch %d batch %d", p.Epoch, p.Batch) }
+// String formats p as "epoch E batch B", adding " after offset G" when
+// Offset is not 0.
+func (p Position) String() string {
+	if p.Offset != 0 {
+		return fmt.Sprintf("epoch %d batch %d after offset %d", p.Epoch, p.Batch, p.Offset)
+	}
+	return fmt.Sprintf("epoch %d batch %d", p.Epoch, p.Batch)
+}
 
-// Next returns the position after p when each epoch has perEpoch batches.
+// Next returns the position after p when p's epoch (from p.Offset) has
+// perEpoch batches; the next epoch starts at Offset 0.
 func (p Position) Next(perEpoch int64) Position {
 	if p.Batch+1 >= perEpoch {
 		return Position{Epoch: p.Epoch + 1}
 	}
-	return Position{Epoch: p.Epoch, Batch: p.Batch + 1}
+	return Position{Epoch: p.Epoch, Batch: p.Batch + 1, Offset: p.Offset}
 }
 
-// Seq returns p's sequence number, counting batches from {0, 0}.
+// Seq returns p's sequence number, counting batches from {0, 0}, when
+// every epoch has perEpoch batches (Offset is ignored).
 func (p Position) Seq(perEpoch int64) int64 { return p.Epoch*perEpoch + p.Batch }
 
 // PositionAt is the inverse of Position.Seq. perEpoch must be positive.
@@ -57,13 +76,15 @@ func Batches(n int64, bs int, dropLast bool) int64 {
 // that a stream resumed at (epoch, batch) continues the exact sequence of an
 // uninterrupted one. A Cursor is not safe for concurrent use.
 type Cursor struct {
-	d        Distributed
-	bs       int64
-	perEpoch int64
-	end      int64    // first epoch not produced
-	pos      Position // next batch to produce
-	ep       Epoch
-	epNum    int64 // epoch that ep plans; -1 for none
+	d             Distributed
+	bs            int64
+	dropLastBatch bool
+	perEpoch      int64
+	end           int64    // first epoch not produced
+	pos           Position // next batch to produce
+	ep            Epoch
+	epNum         int64 // epoch that ep plans; -1 for none
+	epOff         int64 // and the offset it plans from
 }
 
 // NewCursor returns a cursor over d's batches of size bs (the last, short
@@ -82,11 +103,12 @@ func NewCursor(d Distributed, bs int, dropLastBatch bool, start Position) (*Curs
 		return nil, errors.Join(errs...)
 	}
 	c := &Cursor{
-		d:        d,
-		bs:       int64(bs),
-		perEpoch: Batches(d.NumSamples(), bs, dropLastBatch),
-		end:      math.MaxInt64,
-		epNum:    -1,
+		d:             d,
+		bs:            int64(bs),
+		dropLastBatch: dropLastBatch,
+		perEpoch:      Batches(d.NumSamples(), bs, dropLastBatch),
+		end:           math.MaxInt64,
+		epNum:         -1,
 	}
 	if c.perEpoch == 0 {
 		return nil, fmt.Errorf("%w: %d samples per rank, batch size %d, drop last batch %t",
@@ -98,16 +120,29 @@ func NewCursor(d Distributed, bs int, dropLastBatch bool, start Position) (*Curs
 	return c, nil
 }
 
-// Seek moves the cursor so that the next batch is p.
+// Seek moves the cursor so that the next batch is p. p.Batch may equal
+// the number of batches from p.Offset, meaning the next epoch's start.
 func (c *Cursor) Seek(p Position) error {
-	if p.Epoch < 0 || p.Batch < 0 || p.Batch > c.perEpoch {
-		return fmt.Errorf("%w: %v, %d batches per epoch", ErrPosition, p, c.perEpoch)
+	if p.Epoch < 0 || p.Offset < 0 || p.Offset > c.d.N {
+		return fmt.Errorf("%w: %v, dataset of %d", ErrPosition, p, c.d.N)
 	}
-	if p.Batch == c.perEpoch {
+	n := c.batchesAt(p)
+	if p.Batch < 0 || p.Batch > n {
+		return fmt.Errorf("%w: %v, %d batches in the epoch", ErrPosition, p, n)
+	}
+	if p.Batch == n {
 		p = Position{Epoch: p.Epoch + 1}
 	}
 	c.pos = p
 	return nil
+}
+
+// batchesAt returns the batches of p's epoch from p.Offset on.
+func (c *Cursor) batchesAt(p Position) int64 {
+	if p.Offset == 0 {
+		return c.perEpoch
+	}
+	return Batches(c.d.NumSamplesFrom(p.Offset), int(c.bs), c.dropLastBatch)
 }
 
 // SetEpochs makes the cursor stop before epoch n, so a run of n epochs
@@ -126,7 +161,8 @@ func (c *Cursor) SetEpochs(n int64) error {
 // Pos returns the position of the next batch: the resume point to record.
 func (c *Cursor) Pos() Position { return c.pos }
 
-// PerEpoch returns the number of batches in each epoch.
+// PerEpoch returns the number of batches in each whole epoch (an epoch
+// resumed at an offset has Distributed.BatchesFrom batches).
 func (c *Cursor) PerEpoch() int64 { return c.perEpoch }
 
 // Next fills dst with the dataset indices of the next batch and returns its
@@ -136,9 +172,9 @@ func (c *Cursor) Next(dst []int64) (pos Position, idx []int64, ok bool) {
 	if c.pos.Epoch >= c.end {
 		return c.pos, dst[:0], false
 	}
-	if c.epNum != c.pos.Epoch {
-		c.ep = c.d.Epoch(c.pos.Epoch)
-		c.epNum = c.pos.Epoch
+	if c.epNum != c.pos.Epoch || c.epOff != c.pos.Offset {
+		c.ep = c.d.EpochFrom(c.pos.Epoch, c.pos.Offset)
+		c.epNum, c.epOff = c.pos.Epoch, c.pos.Offset
 	}
 	start := c.pos.Batch * c.bs
 	n := min(c.bs, c.ep.Len()-start)
@@ -147,6 +183,6 @@ func (c *Cursor) Next(dst []int64) (pos Position, idx []int64, ok bool) {
 	}
 	idx = c.ep.Fill(dst[:n], start)
 	pos = c.pos
-	c.pos = c.pos.Next(c.perEpoch)
+	c.pos = c.pos.Next(c.batchesAt(c.pos))
 	return pos, idx, true
 }

@@ -100,7 +100,7 @@ func TestCursorWalk(t *testing.T) {
 		for e := range int64(epochs) {
 			var got []int64
 			for b, s := range steps[e*per : (e+1)*per] {
-				if s.pos != (Position{e, int64(b)}) {
+				if s.pos != (Position{Epoch: e, Batch: int64(b)}) {
 					t.Fatalf("%+v: batch at %v, want epoch %d batch %d", cc, s.pos, e, b)
 				}
 				if len(s.idx) > cc.bs || (cc.dropLast && len(s.idx) != cc.bs) {
@@ -150,7 +150,7 @@ func TestCursorResume(t *testing.T) {
 		}
 		// A batch index equal to the batch count means the next epoch.
 		per := Batches(cc.d.NumSamples(), cc.bs, cc.dropLast)
-		r, err := NewCursor(cc.d, cc.bs, cc.dropLast, Position{1, per})
+		r, err := NewCursor(cc.d, cc.bs, cc.dropLast, Position{Epoch: 1, Batch: per})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -167,7 +167,7 @@ func TestCursorLimits(t *testing.T) {
 	d := Distributed{N: 20, World: 2, Seed: 4, Shuffle: true}
 	c, _ := NewCursor(d, 5, false, Position{Epoch: 1, Batch: 1})
 	c.SetEpochs(2)
-	if steps := walk(t, c, 100); len(steps) != 1 || steps[0].pos != (Position{1, 1}) {
+	if steps := walk(t, c, 100); len(steps) != 1 || steps[0].pos != (Position{Epoch: 1, Batch: 1}) {
 		t.Errorf("limit 2 from epoch 1 batch 1: %v", steps)
 	}
 	c, _ = NewCursor(d, 5, false, Position{Epoch: 5})
@@ -176,7 +176,7 @@ func TestCursorLimits(t *testing.T) {
 		t.Error("cursor past its limit produced a batch")
 	}
 	c.SetEpochs(0) // endless again
-	if pos, idx, ok := c.Next(nil); !ok || pos != (Position{5, 0}) || len(idx) != 5 {
+	if pos, idx, ok := c.Next(nil); !ok || pos != (Position{Epoch: 5}) || len(idx) != 5 {
 		t.Errorf("endless cursor: %v %v %t", pos, idx, ok)
 	}
 	if err := c.SetEpochs(-1); !errors.Is(err, ErrEpochs) {

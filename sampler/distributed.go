@@ -31,6 +31,9 @@ type Distributed struct {
 	Seed     uint64
 	Shuffle  bool
 	DropLast bool
+	// Shards, when set with Shuffle, replaces the uniform order by a
+	// shard-shuffle order over the same N (see Shards); nil: uniform.
+	Shards *Shards
 }
 
 // Validate reports every problem with d at once. DropLast with N < World is
@@ -49,22 +52,31 @@ func (d Distributed) Validate() error {
 	if d.Rank < 0 || (d.World >= 1 && d.Rank >= d.World) {
 		errs = append(errs, fmt.Errorf("%w: rank=%d, world=%d", ErrRank, d.Rank, d.World))
 	}
+	if d.Shards != nil && d.Shards.Len() != d.N {
+		errs = append(errs, fmt.Errorf("%w: the shards hold %d samples, N=%d", ErrShards, d.Shards.Len(), d.N))
+	}
 	return errors.Join(errs...)
 }
 
 func (d Distributed) valid() bool {
-	return d.N > 0 && d.N <= MaxN && d.World >= 1 && d.Rank >= 0 && d.Rank < d.World
+	return d.N > 0 && d.N <= MaxN && d.World >= 1 && d.Rank >= 0 && d.Rank < d.World && (d.Shards == nil || d.Shards.Len() == d.N)
 }
 
 // NumSamples returns how many positions each rank gets per epoch:
 // ⌊N/World⌋ with DropLast, ⌈N/World⌉ without. It is 0 when d is invalid.
-func (d Distributed) NumSamples() int64 {
-	if !d.valid() {
+func (d Distributed) NumSamples() int64 { return d.NumSamplesFrom(0) }
+
+// NumSamplesFrom returns how many positions each rank gets in the rest of
+// an epoch whose first off entries another world already consumed (an
+// elastic resume, see EpochFrom): NumSamples of the N-off remaining
+// entries. It is 0 when d is invalid or off is outside [0, N].
+func (d Distributed) NumSamplesFrom(off int64) int64 {
+	if !d.valid() || off < 0 || off > d.N {
 		return 0
 	}
-	w := int64(d.World)
-	q := d.N / w
-	if !d.DropLast && d.N%w != 0 {
+	r, w := d.N-off, int64(d.World)
+	q := r / w
+	if !d.DropLast && r%w != 0 {
 		q++
 	}
 	return q
@@ -95,19 +107,33 @@ func (d Distributed) Dropped() int64 {
 
 // Epoch returns the rank's plan for epoch e. An invalid d gives an empty
 // plan; call Validate first.
-func (d Distributed) Epoch(e int64) Epoch {
-	if !d.valid() {
+func (d Distributed) Epoch(e int64) Epoch { return d.EpochFrom(e, 0) }
+
+// EpochFrom returns the rank's plan for the rest of epoch e after its
+// first off entries (of the order every rank shares) were consumed, by
+// this world or another: the elastic resume of docs/RESUME.md. The rest
+// is split as a whole epoch is, over the list order[(off+j) mod N] for
+// j = 0, 1, …: padded by wrapping to the epoch's start (without
+// DropLast), or cut to a multiple of World (with it); rank r takes j = r,
+// r+World, … So EpochFrom(e, 0) is Epoch(e), and for off = k·B·World
+// (every rank of this world at batch k) rank r's plan is its Epoch(e)
+// plan from position k·B on, padding included. An invalid d or off
+// outside [0, N] gives an empty plan.
+func (d Distributed) EpochFrom(e, off int64) Epoch {
+	if !d.valid() || off < 0 || off > d.N {
 		return Epoch{}
 	}
 	ep := Epoch{
 		n:       uint64(d.N),
+		off:     uint64(off),
 		rank:    uint64(d.Rank),
 		world:   uint64(d.World),
-		len:     d.NumSamples(),
+		len:     d.NumSamplesFrom(off),
 		shuffle: d.Shuffle,
 	}
 	if d.Shuffle {
 		ep.perm = NewPerm(d.N, EpochKey(d.Seed, e))
+		ep.shards = d.Shards.epoch(EpochKey(d.Seed, e))
 	}
 	return ep
 }
@@ -117,30 +143,41 @@ func (d Distributed) Epoch(e int64) Epoch {
 type Epoch struct {
 	perm    Perm
 	n       uint64
+	off     uint64 // global entries consumed before this plan (EpochFrom)
 	rank    uint64
 	world   uint64
 	len     int64
 	shuffle bool
+	shards  *shardEpoch // shard-shuffle order (Distributed.Shards); nil: perm
 }
 
 // Len returns the number of positions.
 func (e Epoch) Len() int64 { return e.len }
 
 // At returns the dataset index at rank-local position pos, or -1 when pos is
-// outside [0, Len()). Position p is global position g = Rank + p·World of
-// the padded list, whose entry is order[g mod N].
+// outside [0, Len()). Position p is global position g = Off + Rank +
+// p·World of the padded list, whose entry is order[g mod N].
 func (e Epoch) At(pos int64) int64 {
 	if pos < 0 || pos >= e.len {
 		return -1
 	}
-	g := e.rank + uint64(pos)*e.world
+	return e.index(e.global(pos))
+}
+
+// global returns the order position of rank-local position pos, reduced
+// mod N. No overflow: off ≤ N ≤ 2^62 and rank + pos·world < 2N.
+func (e Epoch) global(pos int64) uint64 {
+	g := e.off + e.rank + uint64(pos)*e.world
 	if g >= e.n {
 		g %= e.n
 	}
-	return e.index(g)
+	return g
 }
 
 func (e Epoch) index(g uint64) int64 {
+	if e.shards != nil {
+		return e.shards.at(int64(g))
+	}
 	if e.shuffle {
 		return e.perm.At(int64(g))
 	}
@@ -156,9 +193,13 @@ func (e Epoch) Fill(dst []int64, start int64) []int64 {
 	}
 	k := min(int64(len(dst)), e.len-start)
 	dst = dst[:k]
-	g := e.rank + uint64(start)*e.world
-	if g >= e.n {
-		g %= e.n
+	g := e.global(start)
+	if e.shards != nil {
+		for i := range dst {
+			dst[i] = e.shards.at(int64(g))
+			g = e.step(g)
+		}
+		return dst
 	}
 	if !e.shuffle {
 		for i := range dst {

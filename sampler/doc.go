@@ -19,6 +19,11 @@
 // across epoch boundaries from any Position, and resuming at a Position
 // yields exactly the rest of the uninterrupted walk.
 //
+// Elastic resume: a world's position is a prefix of the epoch's order, so
+// Distributed.Global turns it into (epoch, offset), which any world
+// continues from with EpochFrom, splitting the rest of the epoch anew
+// (Position.Offset; docs/RESUME.md defines it).
+//
 // Concurrency: Distributed, Epoch and Perm are immutable values and safe for
 // concurrent use. A Cursor is not; give each stream its own.
 package sampler

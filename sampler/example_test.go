@@ -93,3 +93,25 @@ func ExampleNewCursor_error() {
 	// sampler: rank out of range: rank=2, world=2
 	// sampler: batch size below 1: 0
 }
+
+// Elastic resume: four ranks checkpoint after one batch of 2 each, having
+// consumed entries 0..7 of the order; three ranks finish the epoch from
+// there, the list padded from the order's start (index 0 again).
+func ExampleDistributed_Global() {
+	old := sampler.Distributed{N: 10, World: 4}
+	g, err := old.Global(sampler.Position{Epoch: 0, Batch: 1}, 2, false)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("resume at", g)
+	for r := range 3 {
+		ep := sampler.Distributed{N: 10, Rank: r, World: 3}.EpochFrom(g.Epoch, g.Offset)
+		fmt.Println("rank", r, ep.Fill(make([]int64, ep.Len()), 0))
+	}
+	// Output:
+	// resume at epoch 0 batch 0 after offset 8
+	// rank 0 [8]
+	// rank 1 [9]
+	// rank 2 [0]
+}

@@ -58,6 +58,9 @@ func (s *Server) validate(o *pb.Open) (*plan, error) {
 	if o.GetStartEpoch() < 0 || o.GetStartBatch() < 0 || o.GetEpochs() < 0 {
 		bad = append(bad, fmt.Sprintf("negative start epoch, start batch or epochs (%d, %d, %d)", o.GetStartEpoch(), o.GetStartBatch(), o.GetEpochs()))
 	}
+	if n := ds.Source.Len(); o.GetStartOffset() < 0 || o.GetStartOffset() > n {
+		bad = append(bad, fmt.Sprintf("start offset %d (want 0..%d, the dataset's size)", o.GetStartOffset(), n))
+	}
 	inFlight := int(o.GetMaxInFlight())
 	if inFlight == 0 {
 		inFlight = wire.DefaultInFlight
@@ -84,7 +87,7 @@ func (s *Server) validate(o *pb.Open) (*plan, error) {
 		Source: ds.Source, Pipeline: pipe,
 		Rank: int(o.GetRank()), World: world, Seed: o.GetSeed(), Shuffle: !o.GetNoShuffle(), DropLast: o.GetDropLast(),
 		BatchSize: bs, DropLastBatch: o.GetDropLastBatch(),
-		Start:    sampler.Position{Epoch: o.GetStartEpoch(), Batch: o.GetStartBatch()},
+		Start:    sampler.Position{Epoch: o.GetStartEpoch(), Batch: o.GetStartBatch(), Offset: o.GetStartOffset()},
 		InFlight: inFlight, WithParams: o.GetIncludeParams(),
 		OnError: s.opts.OnError, MaxSkips: s.opts.MaxSkips,
 	}
@@ -198,6 +201,7 @@ func header(p *plan, l *loader.Loader, tr transport) *pb.StreamHeader {
 		MaxInFlight:     uint32(p.inFlight),
 		StartEpoch:      p.cfg.Start.Epoch,
 		StartBatch:      p.cfg.Start.Batch,
+		StartOffset:     p.cfg.Start.Offset,
 	}
 	for _, d := range out.Shape() {
 		h.SampleShape = append(h.SampleShape, int64(d))

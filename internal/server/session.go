@@ -34,6 +34,7 @@ type session struct {
 	l     *loader.Loader
 	p     *plan
 	m     streamMetrics
+	stat  *streamStat // per-stream counters, and the client wait the autotuner reads
 	tr    transport
 	slots *streamSlots
 	token []byte // the shared region's hand-over secret (see fdBroker)
@@ -55,8 +56,9 @@ type unacked struct {
 	b   *loader.Batch
 }
 
-func newSession(srv *Server, st pb.Loader_StreamServer, p *plan, pool *pinned.Pool, l *loader.Loader, m streamMetrics) *session {
+func newSession(srv *Server, st pb.Loader_StreamServer, p *plan, pool *pinned.Pool, l *loader.Loader, m streamMetrics, client string) *session {
 	ss := &session{srv: srv, st: st, l: l, p: p, m: m,
+		stat:   srv.live.open(p.ds.Name, client, p.cfg.Rank, p.cfg.World, p.inFlight, transportName(p.shm)),
 		slots:  &streamSlots{pool: pool, cache: srv.slots, m: srv.metrics},
 		window: make([]unacked, 0, p.inFlight), credit: make(chan struct{}, p.inFlight), recvErr: make(chan error, 1)}
 	ss.slots.refs.Store(1)
@@ -109,10 +111,12 @@ func (ss *session) end() {
 	ss.mu.Unlock()
 	for _, e := range window {
 		ss.srv.metrics.inFlight.Dec()
+		ss.stat.window.Dec()
 		if e.b != nil {
 			ss.slots.drop()
 		}
 	}
+	ss.srv.live.close(ss.stat)
 	ss.slots.drop()
 }
 
@@ -129,10 +133,19 @@ func (ss *session) receive() {
 			ss.recvErr <- status.Error(codes.InvalidArgument, "loaderd: Open sent twice on one stream")
 			return
 		}
-		for _, seq := range ack.GetSeqs() {
-			if err := ss.ack(seq); err != nil {
+		seqs, waits := ack.GetSeqs(), ack.GetWaitNs()
+		if len(waits) != 0 && len(waits) != len(seqs) {
+			ss.recvErr <- status.Errorf(codes.InvalidArgument, "loaderd: ack of %d batches with %d wait_ns (want one per batch, or none)", len(seqs), len(waits))
+			return
+		}
+		for i, seq := range seqs {
+			taken, err := ss.ack(seq)
+			if err != nil {
 				ss.recvErr <- err
 				return
+			}
+			if taken && waits != nil {
+				ss.stat.clientWait(ss.m, waits[i], time.Now())
 			}
 		}
 	}
@@ -149,16 +162,18 @@ func (ss *session) track(seq uint64, b *loader.Batch, held bool) {
 	}
 	ss.mu.Lock()
 	ss.window = append(ss.window, e)
+	ss.stat.window.Inc() // under mu: end's reset comes after
 	ss.mu.Unlock()
 	ss.srv.metrics.inFlight.Inc()
 }
 
-// ack takes seq out of the window, in whatever order acks come.
-func (ss *session) ack(seq uint64) error {
+// ack takes seq out of the window, in whatever order acks come; after
+// the stream ended it takes nothing.
+func (ss *session) ack(seq uint64) (taken bool, err error) {
 	ss.mu.Lock()
 	if ss.closed {
 		ss.mu.Unlock()
-		return nil
+		return false, nil
 	}
 	i := 0
 	for i < len(ss.window) && ss.window[i].seq != seq {
@@ -166,12 +181,13 @@ func (ss *session) ack(seq uint64) error {
 	}
 	if i == len(ss.window) {
 		ss.mu.Unlock()
-		return status.Errorf(codes.InvalidArgument, "loaderd: ack of batch %d, which is not awaiting one", seq)
+		return false, status.Errorf(codes.InvalidArgument, "loaderd: ack of batch %d, which is not awaiting one", seq)
 	}
 	b := ss.window[i].b
 	last := len(ss.window) - 1
 	ss.window[i] = ss.window[last]
 	ss.window = ss.window[:last]
+	ss.stat.window.Dec()
 	ss.mu.Unlock()
 	if b != nil {
 		b.Release()
@@ -179,7 +195,7 @@ func (ss *session) ack(seq uint64) error {
 	}
 	ss.srv.metrics.inFlight.Dec()
 	ss.credit <- struct{}{}
-	return nil
+	return true, nil
 }
 
 // run streams batches until the loader ends, the client goes, or the
@@ -201,10 +217,11 @@ func (ss *session) run(ctx context.Context) error {
 			return ss.fail(ctx, err)
 		}
 		ss.m.wait.Observe(time.Since(t0).Seconds())
+		ss.m.busy.Observe(b.Busy().Seconds())
 		// A fresh message per send: gRPC may read a sent message lazily
 		// (stats handlers), and b's slices are reused once it is released.
 		msg := batchMessage(ss.p, b)
-		next, n := sampler.Position{Epoch: b.Epoch, Batch: b.Index + 1}, b.Len()
+		next, n := ss.l.After(b), b.Len()
 		ss.track(msg.Seq, b, ss.tr.heldUntilAck())
 		// From here b belongs to the transport: gRPC or the client's ack.
 		if err := ss.tr.send(msg, b); err != nil {
@@ -214,6 +231,8 @@ func (ss *session) run(ctx context.Context) error {
 		ss.next = next
 		ss.m.images.Add(float64(n))
 		ss.m.batches.Inc()
+		ss.stat.images.Add(float64(n))
+		ss.stat.sent.Add(int64(n))
 	}
 }
 
@@ -230,13 +249,27 @@ func batchMessage(p *plan, b *loader.Batch) *pb.Batch {
 		for i, x := range b.Params {
 			pr.Top[i], pr.Left[i], pr.Flip[i] = x.Top, x.Left, x.Flip
 		}
+		if p.pipe.Resamples() { // the box, as loader.proto's AugmentParams says
+			pr.Height, pr.Width = make([]int32, len(b.Params)), make([]int32, len(b.Params))
+			for i, x := range b.Params {
+				pr.Top[i], pr.Left[i], pr.Height[i], pr.Width[i] = x.Box.Y, x.Box.X, x.Box.H, x.Box.W
+			}
+		}
 		msg.Params = pr
 	}
 	return msg
 }
 
 // wait takes one unit of window credit, or reports why the stream must end.
+// Time spent here is time the client's window was full.
 func (ss *session) wait(ctx context.Context) error {
+	select {
+	case <-ss.credit:
+		return nil
+	default:
+	}
+	t0 := time.Now()
+	defer func() { ss.stat.windowFull.Add(time.Since(t0).Seconds()) }()
 	select {
 	case <-ss.credit:
 		return nil

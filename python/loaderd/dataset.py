@@ -30,8 +30,12 @@ MAX_BATCH = 16384  # the daemon's limit (Open.batch_size)
 MAX_WINDOW = 32    # the daemon's limit (Open.max_in_flight)
 
 # The fields that decide which samples a position means: a state saved
-# under other values would resume somewhere else.
-_PLAN_FIELDS = ("dataset", "seed", "rank", "world_size", "batch_size", "shuffle", "drop_last", "sampler_drop_last")
+# under other values of _ORDER_FIELDS would resume somewhere else. A state
+# saved under other _SPLIT_FIELDS (another world, batch size, rank) resumes
+# elastically through its global position (docs/RESUME.md).
+_ORDER_FIELDS = ("dataset", "seed", "shuffle", "sampler_drop_last")
+_SPLIT_FIELDS = ("rank", "world_size", "batch_size", "drop_last")
+_PLAN_FIELDS = _ORDER_FIELDS + _SPLIT_FIELDS
 
 DatasetInfo = _rpc.DatasetInfo
 channel = _rpc.channel
@@ -56,6 +60,24 @@ def _close_all():
 
 def _ceil_div(a, b):
     return -(-a // b)
+
+
+def _batches_from(n, world, batch_size, sampler_drop_last, drop_last, offset):
+    """Batches each rank gets in the rest of an epoch of n after global
+    offset (sampler.Distributed.BatchesFrom)."""
+    rest = n - offset
+    per = rest // world if sampler_drop_last else _ceil_div(rest, world)
+    return per // batch_size if drop_last else _ceil_div(per, batch_size)
+
+
+def _global(state):
+    """A state's position as (epoch, entries of the epoch's order consumed):
+    every rank of its world took batch * batch_size samples after the
+    offset, rank r the list positions r, r + world, ... (docs/RESUME.md)."""
+    epoch, batch, offset = int(state["epoch"]), int(state["batch"]), int(state.get("offset", 0))
+    if epoch < 0 or batch < 0 or offset < 0:
+        raise ValueError(f"loaderd: position ({epoch}, {batch}, offset {offset})")
+    return epoch, offset + batch * int(state["batch_size"]) * int(state["world_size"])
 
 
 def eval_augment(default_augment, shape=None):
@@ -211,7 +233,7 @@ class Dataset(torch.utils.data.IterableDataset):
         self.name = name or f"python/rank{self.rank}"
         self.connect_timeout = float(connect_timeout or 0)
         self.reconnects, self.reconnect_wait = int(reconnects), float(reconnect_wait)
-        self._pos = (0, 0)
+        self._pos = (0, 0, 0)    # (epoch, batch, offset): batch counts from the epoch's offset
         self._resume = False     # the next iterator starts at _pos even mid-epoch
         self._channel = None
         self._stub = None
@@ -233,8 +255,23 @@ class Dataset(torch.utils.data.IterableDataset):
     @property
     def position(self):
         """(epoch, batch): after the last batch returned (what state_dict
-        saves)."""
-        return self._pos
+        saves). After an elastic resume, batch counts the batches of the
+        epoch's rest after offset."""
+        return self._pos[:2]
+
+    @property
+    def offset(self):
+        """The elastic-resume offset of position's epoch: how many entries of
+        its order another world consumed before this one took over; 0 but in
+        an epoch resumed under another world size or batch size."""
+        return self._pos[2]
+
+    @property
+    def global_position(self):
+        """(epoch, consumed): how many entries of the epoch's order (shared
+        by all ranks) the whole world has consumed; any world size resumes
+        from it."""
+        return _global(self.state_dict())
 
     @property
     def epoch(self):
@@ -248,33 +285,63 @@ class Dataset(torch.utils.data.IterableDataset):
         if epoch < 0:
             raise ValueError(f"loaderd: epoch {epoch} < 0")
         if not (self._resume and self._pos[0] == epoch):
-            self._seek((epoch, 0), False)
+            self._seek((epoch, 0, 0), False)
 
     def state_dict(self):
         """The position after the last batch returned, with the fields that
-        give it meaning."""
+        give it meaning: "epoch", "batch", and "offset" (0 but in an epoch
+        resumed under another world; see load_state_dict)."""
         d = {f: getattr(self, f) for f in _PLAN_FIELDS}
-        d["epoch"], d["batch"] = self._pos
+        d["epoch"], d["batch"], d["offset"] = self._pos
         return d
 
     def load_state_dict(self, state):
-        """Resume at a saved position: the next iterator starts there. The
-        plan fields (dataset, seed, rank, world_size, batch_size, shuffle,
-        drop_last, sampler_drop_last) must match: the same position means
-        other samples under others."""
+        """Resume at a saved position: the next iterator starts there.
+
+        state is one rank's state_dict, or a list of every rank's. dataset,
+        seed, shuffle and sampler_drop_last must match: they decide the
+        epoch's order. world_size, batch_size, drop_last and rank may
+        differ: the state's global position (the epoch and how many entries
+        of its order the old world consumed) is then split afresh over
+        this world, so no sample is lost or repeated and each keeps its
+        augmentation (the elastic resume of docs/RESUME.md). Any rank's
+        state will do, as data-parallel ranks save after the same step;
+        given every rank's, they must agree, or ValueError names them."""
+        many = isinstance(state, (list, tuple))
+        states = [self._upgrade(s) for s in (state if many else [state])]
+        if not states:
+            raise ValueError("loaderd: no state to load")
+        for st in states:
+            diff = [f"{f} {st[f]!r} != {getattr(self, f)!r}" for f in _ORDER_FIELDS
+                    if f in st and st[f] != getattr(self, f)]
+            if diff:
+                raise ValueError("loaderd: state from another plan: " + ", ".join(diff))
+        st = states[0]
+        g = _global(st)
+        if many:
+            w = int(st.get("world_size", 1))
+            ranks = sorted(int(x.get("rank", 0)) for x in states)
+            globals_ = [_global(x) for x in states]
+            if ranks != list(range(w)) or any(x.get("world_size", 1) != w for x in states) or len(set(globals_)) > 1:
+                desc = ", ".join(f"rank {x.get('rank')} of {x.get('world_size')} at ({x['epoch']}, {x['batch']}"
+                                 f", offset {x.get('offset', 0)})" for x in states)
+                raise ValueError("loaderd: the ranks' states disagree (each rank must save after the same "
+                                 f"step, and every rank's state be given): {desc}")
+        if all(st.get(f, getattr(self, f)) == getattr(self, f) for f in ("world_size", "batch_size", "drop_last")):
+            self._seek((int(st["epoch"]), int(st["batch"]), int(st.get("offset", 0))), True)
+        else:
+            self._seek((g[0], 0, g[1]), True)
+
+    @staticmethod
+    def _upgrade(state):
         state = dict(state)
         if "drop_last_batch" in state and "sampler_drop_last" not in state:
             # Saved by loaderd 0.1, whose drop_last was the sampler's.
             state["sampler_drop_last"] = state.pop("drop_last")
             state["drop_last"] = state.pop("drop_last_batch")
-        diff = [f"{f} {state[f]!r} != {getattr(self, f)!r}" for f in _PLAN_FIELDS
-                if f in state and state[f] != getattr(self, f)]
-        if diff:
-            raise ValueError("loaderd: state from another plan: " + ", ".join(diff))
-        epoch, batch = int(state["epoch"]), int(state["batch"])
-        if epoch < 0 or batch < 0:
-            raise ValueError(f"loaderd: position ({epoch}, {batch})")
-        self._seek((epoch, batch), True)
+        state.setdefault("batch_size", 1)
+        state.setdefault("world_size", 1)
+        return state
 
     def _seek(self, pos, resume):
         self._pos, self._resume = pos, resume
@@ -283,8 +350,8 @@ class Dataset(torch.utils.data.IterableDataset):
 
     def _start(self):
         """Where the next iterator starts."""
-        e, b = self._pos
-        return (e, b) if self._resume or b == 0 else (e, 0)
+        e, b, o = self._pos
+        return (e, b, o) if self._resume or (b, o) == (0, 0) else (e, 0, 0)
 
     # -- sizes and names --------------------------------------------------
 
@@ -412,11 +479,11 @@ class Dataset(torch.utils.data.IterableDataset):
         return self._stub
 
     def _open_msg(self, pos):
-        epoch, batch = pos
+        epoch, batch, offset = pos
         return pb.Open(
             dataset=self.dataset, rank=self.rank, world=self.world_size, batch_size=self.batch_size,
             seed=self.seed, no_shuffle=not self.shuffle, drop_last=self.sampler_drop_last,
-            drop_last_batch=self.drop_last, start_epoch=epoch, start_batch=batch,
+            drop_last_batch=self.drop_last, start_epoch=epoch, start_batch=batch, start_offset=offset,
             epochs=0 if self.epochs is None else self.epochs - epoch, augment=self.spec(),
             dtype=_DTYPES[self.dtype], layout=_LAYOUTS[self.layout], transport=_TRANSPORTS[self.transport],
             # One more than prefetch + hold: the batch a loop variable still
@@ -428,11 +495,19 @@ class Dataset(torch.utils.data.IterableDataset):
         self.info()  # waits for a daemon that is starting; names an unknown dataset
         s = Session(self._get_stub(), self._open_msg(pos), self._addr, pin=self.pin)
         h = s.header
-        if (h.start_epoch, h.start_batch) != pos:
+        if (h.start_epoch, h.start_batch, h.start_offset) != pos:
             s.close()
+            old = " (a daemon too old for an elastic resume ignores start_offset)" if pos[2] and not h.start_offset else ""
             raise ProtocolError(f"loaderd: asked to start at {pos}, the daemon starts at "
-                                f"({h.start_epoch}, {h.start_batch})")
+                                f"({h.start_epoch}, {h.start_batch}, {h.start_offset}){old}")
         return s
+
+    def _batches_at(self, pos, header):
+        """Batches of pos's epoch from its offset, under a stream's header."""
+        if pos[2] == 0:
+            return int(header.batches_per_epoch)
+        return _batches_from(int(header.dataset_size), self.world_size, self.batch_size, self.sampler_drop_last,
+                             self.drop_last, pos[2])
 
     def _take_session(self, pos):
         if self._warm is not None:
@@ -529,7 +604,7 @@ class BatchIterator:
     @property
     def position(self):
         """(epoch, batch) of the next batch this iterator returns."""
-        return self._pos
+        return self._pos[:2]
 
     def __iter__(self):
         return self
@@ -559,6 +634,12 @@ class BatchIterator:
         s = self._session
         if s is None:
             s = self._session = ds._take_session(self._pos)
+        if self._pos[2] and self._pos[1] == 0 and ds._batches_at(self._pos, s.header) == 0:
+            # Nothing of the epoch is left for this world (an offset at its
+            # end, or only a dropped tail): the stream starts at the next.
+            self._pos = (self._pos[0] + 1, 0, 0)
+            if self._end is not None and self._pos[0] >= self._end:
+                return None
         for attempt in range(ds.reconnects + 1):
             try:
                 b = s.next()
@@ -571,11 +652,11 @@ class BatchIterator:
                 s = self._session = ds._reconnect(self._pos, s, e)
         if b is None:
             raise ProtocolError(f"loaderd: the stream ended before epoch {self._pos[0]} batch {self._pos[1]}")
-        if (b.epoch, b.index) != self._pos:
-            raise ProtocolError(f"loaderd: expected batch {self._pos}, got ({b.epoch}, {b.index})")
-        nxt = (b.epoch, b.index + 1)
-        if nxt[1] >= s.batches_per_epoch:
-            nxt = (b.epoch + 1, 0)
+        if (b.epoch, b.index) != self._pos[:2]:
+            raise ProtocolError(f"loaderd: expected batch {self._pos[:2]}, got ({b.epoch}, {b.index})")
+        nxt = (b.epoch, b.index + 1, self._pos[2])
+        if nxt[1] >= ds._batches_at(self._pos, s.header):
+            nxt = (b.epoch + 1, 0, 0)
         self._pos = nxt
         return b
 
