@@ -11,6 +11,7 @@ import (
 
 	"github.com/loaderd/loaderd/augment"
 	"github.com/loaderd/loaderd/loader"
+	"github.com/loaderd/loaderd/loader/cache"
 )
 
 // benchConfig is `loaderd bench`: the data path in-process, no network.
@@ -75,7 +76,7 @@ func benchMain(ctx context.Context, args []string) error {
 }
 
 func runBench(ctx context.Context, cfg benchConfig, out io.Writer) error {
-	src, err := loader.Open(cfg.Source)
+	src, err := cache.Open(cfg.Source) // loader.Open, plus ?cache=decoded
 	if err != nil {
 		return err
 	}
