@@ -143,6 +143,7 @@ type Scratch struct {
 	mid, tmp []byte
 	acc      []uint64
 	h, v     coeffs
+	hs       simdTable
 }
 
 // resample runs plan p over src, an h×w×c HWC image, into dst, p.oh×p.ow×c.
@@ -160,7 +161,9 @@ func (s *Scratch) resampleBox(dst, src []byte, w, iw, ih, c int, p plan, x0f, y0
 	// the rest is the zero padding of a centre crop.
 	x0, x1 := max(p.wx, 0), min(p.wx+p.ow, p.rw)
 	y0, y1 := max(p.wy, 0), min(p.wy+p.oh, p.rh)
-	clear(dst[:p.oh*p.ow*c])
+	if x1-x0 < p.ow || y1-y0 < p.oh { // padded; a resized crop never is
+		clear(dst[:p.oh*p.ow*c])
+	}
 	if x1 <= x0 || y1 <= y0 {
 		return
 	}
@@ -171,18 +174,41 @@ func (s *Scratch) resampleBox(dst, src []byte, w, iw, ih, c int, p plan, x0f, y0
 	first := s.v.start[0]
 	last := s.v.start[ny-1] + s.v.n[ny-1]
 	rows := last - first
-	s.tmp = grow(s.tmp, rows*nx*c)
-	tmp := s.tmp
+	// Four spare bytes: the SIMD pass writes a whole word per pixel.
+	s.tmp = grow(s.tmp, rows*nx*c+4)
+	s.horizontal(s.tmp, src[first*w*c:], w*c, iw, c, rows, nx)
+	// The window's rows: the zero padding around them stays.
+	ow, n := p.ow*c, nx*c
+	s.vertical(dst[(y0-p.wy)*ow+(x0-p.wx)*c:], ow, s.tmp[:rows*n], n, first, ny)
+}
+
+// horizontal is Pillow's ImagingResampleHorizontal_8bpc over rows rows of
+// src (stride bytes apart, iw pixels of c channels each) into tmp, nx
+// pixels a row and four spare bytes after the last.
+func (s *Scratch) horizontal(tmp, src []byte, stride, iw, c, rows, nx int) {
 	r0 := 0
+	if c == 3 && haveSIMD {
+		t := &s.hs
+		t.build(&s.h, nx)
+		// Rows whose reads all lie inside src; the last rows may not. The
+		// pixel written after a row's last one is the next row's first
+		// (or tmp's spare bytes): rows go in order, two at a time.
+		for ; t.pairs > 0 && r0+1 < rows && (r0+1)*stride+t.reach <= len(src); r0 += 2 {
+			hpass3x2AVX2(&tmp[r0*nx*3], &src[r0*stride], nx*3, stride, nx, &t.start[0], t.pairs, &t.w[0])
+		}
+		for ; t.pairs > 0 && r0 < rows && r0*stride+t.reach <= len(src); r0++ {
+			hpass3AVX2(&tmp[r0*nx*3], &src[r0*stride], nx, &t.start[0], t.pairs, &t.w[0])
+		}
+	}
 	if c == 3 { // two rows at a time: the weights are loaded once for both
 		for ; r0+1 < rows; r0 += 2 {
-			in0 := src[(first+r0)*w*3:][:iw*3]
-			in1 := src[(first+r0+1)*w*3:][:iw*3]
+			in0 := src[r0*stride:][:iw*3]
+			in1 := src[(r0+1)*stride:][:iw*3]
 			horizontal3x2(tmp[r0*nx*3:][:nx*3], tmp[(r0+1)*nx*3:][:nx*3], in0, in1, &s.h, nx)
 		}
 	}
-	for r := r0; r < rows; r++ { // across, Pillow's ImagingResampleHorizontal_8bpc
-		in := src[(first+r)*w*c:][:iw*c]
+	for r := r0; r < rows; r++ {
+		in := src[r*stride:][:iw*c]
 		out := tmp[r*nx*c:][:nx*c]
 		if c == 3 {
 			horizontal3(out, in, &s.h, nx)
@@ -200,10 +226,35 @@ func (s *Scratch) resampleBox(dst, src []byte, w, iw, ih, c int, p plan, x0f, y0
 			}
 		}
 	}
-	// Down, ImagingResampleVertical_8bpc: the same sums, taken a whole
-	// row at a time so that the intermediate is read in order.
-	// Two bytes per uint64 accumulator, as in horizontal3.
-	ow, n := p.ow*c, nx*c
+}
+
+// vertical is Pillow's ImagingResampleVertical_8bpc: ny output rows of n
+// bytes into dst (rows dstride apart) from tmp (rows of n bytes, the
+// first being input row first).
+func (s *Scratch) vertical(dst []byte, dstride int, tmp []byte, n, first, ny int) {
+	if haveSIMD {
+		n32 := n &^ 31
+		for j := range ny {
+			k := s.v.k[j*s.v.ksize:][:s.v.n[j]]
+			base := s.v.start[j] - first
+			out := dst[j*dstride:][:n]
+			if n32 > 0 {
+				_ = tmp[(base+len(k))*n-1] // the rows the assembly reads
+				vpassAVX2(&out[0], &tmp[base*n], n, n32, &s.v.k[j*s.v.ksize], len(k))
+			}
+			for i := n32; i < n; i++ {
+				acc := int32(half)
+				for t, kv := range k {
+					acc += int32(tmp[(base+t)*n+i]) * kv
+				}
+				out[i] = clip8(acc)
+			}
+		}
+		return
+	}
+	// The same sums, taken a whole row at a time so that the intermediate
+	// is read in order; two bytes per uint64 accumulator, as in
+	// horizontal3.
 	s.acc = grow(s.acc, (n+1)/2)
 	acc := s.acc
 	for j := range ny {
@@ -223,7 +274,7 @@ func (s *Scratch) resampleBox(dst, src []byte, w, iw, ih, c int, p plan, x0f, y0
 				acc[n/2] += uint64(row[n-1]) * kw
 			}
 		}
-		out := dst[(y0-p.wy+j)*ow+(x0-p.wx)*c:][:n]
+		out := dst[j*dstride:][:n]
 		for i := 0; i+1 < len(out); i += 2 {
 			v := acc[i/2]
 			out[i], out[i+1] = clip8(int32(uint32(v))), clip8(int32(v>>32))
@@ -231,5 +282,38 @@ func (s *Scratch) resampleBox(dst, src []byte, w, iw, ih, c int, p plan, x0f, y0
 		if n%2 == 1 {
 			out[n-1] = clip8(int32(uint32(acc[n/2])))
 		}
+	}
+}
+
+// simdTable is the horizontal weights laid out for hpass3AVX2: for each
+// output pixel its first input pixel and pairs tap pairs of 8 weights
+// (k, k, k, k', k', k', 0, 0), one per byte of the two RGB pixels and two
+// spare bytes that the pair's 8-byte load reads; pixels with fewer taps
+// get zero weights.
+type simdTable struct {
+	start []int32
+	w     []int32
+	pairs int
+	reach int // bytes past a row's start that the pass reads
+}
+
+func (t *simdTable) build(c *coeffs, nx int) {
+	t.pairs = 0
+	for _, n := range c.n[:nx] {
+		t.pairs = max(t.pairs, (n+1)/2)
+	}
+	stride := t.pairs * 8
+	t.start = grow(t.start, nx)
+	t.w = grow(t.w, nx*stride)
+	clear(t.w)
+	t.reach = 0
+	for x := range nx {
+		w := t.w[x*stride:][:stride]
+		for i, kv := range c.k[x*c.ksize:][:c.n[x]] {
+			j := i/2*8 + i%2*3
+			w[j], w[j+1], w[j+2] = kv, kv, kv
+		}
+		t.start[x] = int32(c.start[x])
+		t.reach = max(t.reach, 3*(c.start[x]+2*(t.pairs-1))+8)
 	}
 }

@@ -83,16 +83,19 @@ type ShmRef struct {
 }
 
 // Params is a loaderd.v1.AugmentParams: parallel lists, one entry per
-// sample.
+// sample. Height and Width are empty unless the pipeline resamples; then
+// (Top, Left, Height, Width) is each sample's box.
 type Params struct {
-	Top, Left []int32
-	Flip      []bool
+	Top, Left     []int32
+	Flip          []bool
+	Height, Width []int32
 }
 
 // reset clears b as proto.Unmarshal clears a message it decodes into.
 func (b *Batch) reset() {
 	*b = Batch{Indices: b.Indices[:0], Labels: b.Labels[:0], Shape: b.Shape[:0],
-		Params: Params{Top: b.Params.Top[:0], Left: b.Params.Left[:0], Flip: b.Params.Flip[:0]}}
+		Params: Params{Top: b.Params.Top[:0], Left: b.Params.Left[:0], Flip: b.Params.Flip[:0],
+			Height: b.Params.Height[:0], Width: b.Params.Width[:0]}}
 }
 
 // Decoder decodes the StreamReply messages of one stream as gRPC hands
@@ -401,6 +404,10 @@ func (p *Params) decode(b []byte) error {
 				p.Left = append(p.Left, int32(f.v))
 			case ParamsFlip:
 				p.Flip = append(p.Flip, protowire.DecodeBool(f.v))
+			case ParamsHeight:
+				p.Height = append(p.Height, int32(f.v))
+			case ParamsWidth:
+				p.Width = append(p.Width, int32(f.v))
 			}
 		case protowire.BytesType:
 			switch f.num {
@@ -410,6 +417,10 @@ func (p *Params) decode(b []byte) error {
 				p.Left, ok = appendPacked(p.Left, f.b)
 			case ParamsFlip:
 				p.Flip, ok = appendPackedBool(p.Flip, f.b)
+			case ParamsHeight:
+				p.Height, ok = appendPacked(p.Height, f.b)
+			case ParamsWidth:
+				p.Width, ok = appendPacked(p.Width, f.b)
 			}
 		}
 		if !ok {

@@ -75,7 +75,8 @@ func asProto(d *Decoder) *pb.StreamReply {
 		out.Tensor = &pb.Batch_Data{Data: b.Data}
 	}
 	if b.HasParams {
-		out.Params = &pb.AugmentParams{Top: b.Params.Top, Left: b.Params.Left, Flip: b.Params.Flip}
+		out.Params = &pb.AugmentParams{Top: b.Params.Top, Left: b.Params.Left, Flip: b.Params.Flip,
+			Height: b.Params.Height, Width: b.Params.Width}
 	}
 	return &pb.StreamReply{Msg: &pb.StreamReply_Batch{Batch: out}}
 }
@@ -84,7 +85,7 @@ func asProto(d *Decoder) *pb.StreamReply {
 func dirty() *Batch {
 	return &Batch{Seq: 9, Epoch: 9, Index: 9, Indices: []int64{9}, Labels: []int32{9}, DType: 9, Layout: 9,
 		Shape: []int64{9}, Data: []byte{9}, Shm: ShmRef{Slot: 9}, HasShm: true,
-		Params: Params{Top: []int32{9}, Left: []int32{9}, Flip: []bool{true}}, HasParams: true}
+		Params: Params{Top: []int32{9}, Left: []int32{9}, Flip: []bool{true}, Height: []int32{9}, Width: []int32{9}}, HasParams: true}
 }
 
 func mustMarshal(m proto.Message) []byte {
@@ -154,7 +155,8 @@ func messages(tensorSize int) map[string][]byte {
 	}
 	full := &pb.Batch{Seq: 7, Epoch: 2, BatchIndex: 41, Indices: []int64{5, 1 << 40, 0, 3}, Labels: []int32{1, -1, 0, 9},
 		Dtype: pb.DType_DTYPE_F32, Layout: pb.Layout_LAYOUT_CHW, Shape: []int64{4, 3, 32, 32},
-		Params: &pb.AugmentParams{Top: []int32{0, 4, 2, 1}, Left: []int32{3, 0, 4, 4}, Flip: []bool{true, false, false, true}}}
+		Params: &pb.AugmentParams{Top: []int32{0, 4, 2, 1}, Left: []int32{3, 0, 4, 4}, Flip: []bool{true, false, false, true},
+			Height: []int32{375, 1, 90, 2000}, Width: []int32{500, 7, 1 << 20, 3}}}
 	inline := proto.CloneOf(full)
 	inline.Tensor = &pb.Batch_Data{Data: tensor}
 	shm := proto.CloneOf(full)
@@ -173,7 +175,9 @@ func messages(tensorSize int) map[string][]byte {
 		fld(nil, BatchParams, protowire.BytesType, cat(
 			fld(nil, ParamsTop, protowire.VarintType, 1), fld(nil, ParamsTop, protowire.BytesType, packed(2)),
 			fld(nil, ParamsLeft, protowire.VarintType, 5), fld(nil, ParamsFlip, protowire.VarintType, 2),
-			fld(nil, ParamsFlip, protowire.BytesType, packed(0, 1)))),
+			fld(nil, ParamsFlip, protowire.BytesType, packed(0, 1)),
+			fld(nil, ParamsHeight, protowire.VarintType, 300), fld(nil, ParamsHeight, protowire.BytesType, packed(4, 5)),
+			fld(nil, ParamsWidth, protowire.BytesType, packed(6)), fld(nil, ParamsWidth, protowire.VarintType, 400))),
 		fld(nil, BatchData, protowire.BytesType, []byte("abc")))
 	unknown := cat(
 		fld(nil, 3, protowire.VarintType, 1), fld(nil, 4, protowire.Fixed32Type, uint64(5)),
@@ -318,6 +322,8 @@ func TestDecodeMalformed(t *testing.T) {
 		{"bad params top", "packed field 1", batch(fld(nil, BatchParams, protowire.BytesType, fld(nil, ParamsTop, protowire.BytesType, []byte{0x80})))},
 		{"bad params left", "packed field 2", batch(fld(nil, BatchParams, protowire.BytesType, fld(nil, ParamsLeft, protowire.BytesType, []byte{0x80})))},
 		{"bad params flip", "packed field 3", batch(fld(nil, BatchParams, protowire.BytesType, fld(nil, ParamsFlip, protowire.BytesType, []byte{1, 0x80})))},
+		{"bad params height", "packed field 4", batch(fld(nil, BatchParams, protowire.BytesType, fld(nil, ParamsHeight, protowire.BytesType, []byte{0x80})))},
+		{"bad params width", "packed field 5", batch(fld(nil, BatchParams, protowire.BytesType, fld(nil, ParamsWidth, protowire.BytesType, []byte{2, 0xff})))},
 		{"params bytes past the end", "field 1", batch(fld(nil, BatchParams, protowire.BytesType, []byte{byte(ParamsTop<<3 | 2), 9}))},
 		{"bad header", "stream header", fld(nil, ReplyHeader, protowire.BytesType, []byte{1 << 3, 0x80})},
 		{"header with bad utf-8", "stream header", fld(nil, ReplyHeader, protowire.BytesType, fld(nil, 9, protowire.BytesType, []byte{0xff}))},

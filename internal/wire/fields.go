@@ -28,4 +28,6 @@ const (
 	ParamsTop     protowire.Number = 1  // AugmentParams.top
 	ParamsLeft    protowire.Number = 2  // AugmentParams.left
 	ParamsFlip    protowire.Number = 3  // AugmentParams.flip
+	ParamsHeight  protowire.Number = 4  // AugmentParams.height
+	ParamsWidth   protowire.Number = 5  // AugmentParams.width
 )

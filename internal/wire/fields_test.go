@@ -20,7 +20,7 @@ func TestFieldNumbers(t *testing.T) {
 			"labels": BatchLabels, "dtype": BatchDType, "layout": BatchLayout, "shape": BatchShape,
 			"data": BatchData, "shm": BatchShm, "params": BatchParams},
 		&pb.ShmRef{}:        {"slot": ShmSlot, "generation": ShmGeneration, "offset": ShmOffset, "length": ShmLength},
-		&pb.AugmentParams{}: {"top": ParamsTop, "left": ParamsLeft, "flip": ParamsFlip},
+		&pb.AugmentParams{}: {"top": ParamsTop, "left": ParamsLeft, "flip": ParamsFlip, "height": ParamsHeight, "width": ParamsWidth},
 	}
 	for msg, fields := range want {
 		md := msg.ProtoReflect().Descriptor()

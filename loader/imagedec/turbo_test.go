@@ -178,6 +178,14 @@ func checkTarAgainstPIL(t *testing.T, path string, want int) map[int32]int {
 		if err != nil {
 			t.Fatalf("%s(%s): %v", path, h.Name, err)
 		}
+		// TurboJPEG's own header parse: the subsampling, and scanSOF's
+		// agreement with it on every image.
+		if err := d.tj.header(data); err != nil {
+			t.Fatalf("%s(%s): %v", path, h.Name, err)
+		}
+		if int(d.tj.width) != w || int(d.tj.height) != hh {
+			t.Fatalf("%s(%s): decoded as %dx%d, TurboJPEG's header says %dx%d", path, h.Name, w, hh, d.tj.width, d.tj.height)
+		}
 		subs[d.tj.subs]++
 		sum := sha256.Sum256(pix)
 		got = append(got, img{h.Name, fmt.Sprintf("%dx%d\t%s", w, hh, hex.EncodeToString(sum[:]))})

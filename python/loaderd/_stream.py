@@ -4,6 +4,7 @@ import collections
 import ctypes
 import queue
 import threading
+import time
 import warnings
 import weakref
 
@@ -21,9 +22,13 @@ DTYPES = {
     pb.DTYPE_BF16: torch.bfloat16,
 }
 
-Params = collections.namedtuple("Params", "top left flip")
+Params = collections.namedtuple("Params", "top left flip height width", defaults=(None, None))
 Params.__doc__ = """Each sample's random crop origin (top, left; int64, in the
-padded image) and horizontal flip (bool), as tensors of length N."""
+padded image) and horizontal flip (bool), as tensors of length N. For a
+pipeline that opens with resize, center_crop or random_resized_crop,
+(top, left, height, width) is instead the box of the source image that was
+resampled (torchvision's RandomResizedCrop.get_params (i, j, h, w)); for
+other pipelines height and width are None."""
 
 # Every open session, closed before the interpreter finalises (see
 # Session.close for why that matters).
@@ -101,21 +106,24 @@ def _requests(open_msg, acks, done):
     try:
         yield pb.StreamRequest(open=open_msg)
         while True:
-            seq = acks.get()
-            if seq is None:
+            item = acks.get()
+            if item is None:
                 return
-            seqs = [seq]
+            seqs, waits = [item[0]], [item[1]]
             end = False
             while True:
                 try:
-                    seq = acks.get_nowait()
+                    item = acks.get_nowait()
                 except queue.Empty:
                     break
-                if seq is None:
+                if item is None:
                     end = True
                     break
-                seqs.append(seq)
-            yield pb.StreamRequest(ack=pb.Ack(seqs=seqs))
+                seqs.append(item[0])
+                waits.append(item[1])
+            # wait_ns, parallel to seqs: how long the caller waited for each
+            # batch (the daemon's client-wait histogram; --workers auto).
+            yield pb.StreamRequest(ack=pb.Ack(seqs=seqs, wait_ns=waits))
             if end:
                 return
     finally:
@@ -124,10 +132,11 @@ def _requests(open_msg, acks, done):
 
 class _Rec:
     """A delivered batch the daemon still counts against the window."""
-    __slots__ = ("seq", "ref", "released")
+    __slots__ = ("seq", "ref", "released", "wait_ns")
 
-    def __init__(self, seq):
+    def __init__(self, seq, wait_ns):
         self.seq, self.ref, self.released = seq, None, False
+        self.wait_ns = wait_ns  # how long next() blocked for it; sent on its ack
 
 
 class Session:
@@ -203,6 +212,7 @@ class Session:
             if not self._reclaim():
                 raise Error(f"loaderd: all {self.window} batches of the window are held by the iterator; "
                             "release one (raise prefetch, or hold fewer)")
+        t0 = time.monotonic_ns()
         try:
             reply = next(self._call)
         except StopIteration:
@@ -211,6 +221,7 @@ class Session:
             self.failed = e
             self._let_go()  # the daemon may reuse every slot now
             raise from_rpc(e, "stream", self.address) from None
+        waited = time.monotonic_ns() - t0
         if reply.WhichOneof("msg") != "batch":
             raise ProtocolError("loaderd: second stream header")
         b = reply.batch
@@ -219,7 +230,7 @@ class Session:
             raise ProtocolError(f"loaderd: batch {b.seq} has dtype {b.dtype} shape {shape}, "
                                 f"the header said {self.header.dtype} {self.sample_shape}")
         which = b.WhichOneof("tensor")
-        rec = _Rec(b.seq)
+        rec = _Rec(b.seq, waited)
         self._recs[b.seq] = rec
         length = self._esize
         for d in shape:
@@ -254,7 +265,8 @@ class Session:
         params = None
         if b.HasField("params"):
             p = b.params
-            params = Params(_long(p.top), _long(p.left), torch.tensor(p.flip, dtype=torch.bool))
+            hw = (_long(p.height), _long(p.width)) if len(p.height) or len(p.width) else (None, None)
+            params = Params(_long(p.top), _long(p.left), torch.tensor(p.flip, dtype=torch.bool), *hw)
         return Batch(self, b.seq, b.epoch, b.batch_index, images, _long(b.labels), _long(b.indices), params)
 
     def release(self, seq):
@@ -299,7 +311,7 @@ class Session:
     def _ack(self, rec):
         del self._recs[rec.seq]
         if not self.closed:
-            self._acks.put(rec.seq)
+            self._acks.put((rec.seq, rec.wait_ns))
 
     def _let_go(self):
         """The stream is over for the daemon: it may hand this stream's

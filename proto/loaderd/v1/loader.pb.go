@@ -609,10 +609,12 @@ type Open struct {
 	// Elastic resume: how many entries of start_epoch's global order (the
 	// shuffled, unpadded list of dataset indices all ranks share) a run under
 	// another world size already consumed, 0 <= start_offset <= dataset size.
-	// The rest of start_epoch, entries [start_offset, N), is shared anew by
-	// this stream's world (padding or drop_last applied to the rest), and
-	// start_batch counts batches of that share; later epochs are whole. 0 (the
-	// default) is an ordinary start. See docs/RESUME.md.
+	// The rest of start_epoch, entries order[(start_offset + j) mod N], is
+	// split by this stream's world as a whole epoch is: padded by wrapping to
+	// the start of the order (or cut to a multiple of world with drop_last),
+	// rank r taking j = r, r + world, ...; start_batch counts batches of that
+	// share, and an empty share starts at the next epoch. Later epochs are
+	// whole. 0 (the default) is an ordinary start. See docs/RESUME.md.
 	StartOffset   int64 `protobuf:"varint,19,opt,name=start_offset,json=startOffset,proto3" json:"start_offset,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -944,7 +946,8 @@ type StreamHeader struct {
 	// This rank's positions per epoch after padding or dropping.
 	SamplesPerEpoch int64 `protobuf:"varint,2,opt,name=samples_per_epoch,json=samplesPerEpoch,proto3" json:"samples_per_epoch,omitempty"`
 	// Batches per epoch for this rank (the last may be short unless
-	// drop_last_batch).
+	// drop_last_batch). A whole epoch's: a start epoch resumed at a
+	// start_offset has fewer (docs/RESUME.md gives the count).
 	BatchesPerEpoch int64 `protobuf:"varint,3,opt,name=batches_per_epoch,json=batchesPerEpoch,proto3" json:"batches_per_epoch,omitempty"`
 	// Echo of Open.batch_size: N of every full batch.
 	BatchSize int32 `protobuf:"varint,4,opt,name=batch_size,json=batchSize,proto3" json:"batch_size,omitempty"`
@@ -1478,14 +1481,28 @@ func (x *ShmRef) GetLength() int64 {
 // AugmentParams are per-sample augmentation choices as parallel packed
 // arrays, each the length of Batch.indices: cheaper to encode than one
 // message per sample.
+//
+// For a pipeline that opens with resize, center_crop or
+// random_resized_crop, height and width are present and (top, left,
+// height, width) is the region of the source image that was resampled,
+// in its pixels: the drawn box of random_resized_crop (torchvision's
+// RandomResizedCrop.get_params (i, j, h, w)), the whole image for resize,
+// the window for center_crop alone (reaching outside the image where it
+// pads). A random crop later in such a chain is then not reported. For
+// every other pipeline height and width are empty and (top, left) is the
+// crop window's origin in the padded image.
 type AugmentParams struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Row of the crop window's origin in the padded image.
+	// Row of the crop window's origin in the padded image, or of the box.
 	Top []int32 `protobuf:"varint,1,rep,packed,name=top,proto3" json:"top,omitempty"`
-	// Column of the crop window's origin in the padded image.
+	// Column of the crop window's origin in the padded image, or of the box.
 	Left []int32 `protobuf:"varint,2,rep,packed,name=left,proto3" json:"left,omitempty"`
 	// Whether the sample was mirrored left-right.
-	Flip          []bool `protobuf:"varint,3,rep,packed,name=flip,proto3" json:"flip,omitempty"`
+	Flip []bool `protobuf:"varint,3,rep,packed,name=flip,proto3" json:"flip,omitempty"`
+	// The box's height in source pixels; empty unless the pipeline resamples.
+	Height []int32 `protobuf:"varint,4,rep,packed,name=height,proto3" json:"height,omitempty"`
+	// The box's width in source pixels; empty unless the pipeline resamples.
+	Width         []int32 `protobuf:"varint,5,rep,packed,name=width,proto3" json:"width,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1537,6 +1554,20 @@ func (x *AugmentParams) GetLeft() []int32 {
 func (x *AugmentParams) GetFlip() []bool {
 	if x != nil {
 		return x.Flip
+	}
+	return nil
+}
+
+func (x *AugmentParams) GetHeight() []int32 {
+	if x != nil {
+		return x.Height
+	}
+	return nil
+}
+
+func (x *AugmentParams) GetWidth() []int32 {
+	if x != nil {
+		return x.Width
 	}
 	return nil
 }
@@ -1791,11 +1822,13 @@ const file_loaderd_v1_loader_proto_rawDesc = "" +
 	"generation\x18\x02 \x01(\x04R\n" +
 	"generation\x12\x16\n" +
 	"\x06offset\x18\x03 \x01(\x03R\x06offset\x12\x16\n" +
-	"\x06length\x18\x04 \x01(\x03R\x06length\"I\n" +
+	"\x06length\x18\x04 \x01(\x03R\x06length\"w\n" +
 	"\rAugmentParams\x12\x10\n" +
 	"\x03top\x18\x01 \x03(\x05R\x03top\x12\x12\n" +
 	"\x04left\x18\x02 \x03(\x05R\x04left\x12\x12\n" +
-	"\x04flip\x18\x03 \x03(\bR\x04flip\"Z\n" +
+	"\x04flip\x18\x03 \x03(\bR\x04flip\x12\x16\n" +
+	"\x06height\x18\x04 \x03(\x05R\x06height\x12\x14\n" +
+	"\x05width\x18\x05 \x03(\x05R\x05width\"Z\n" +
 	"\x12SampleNamesRequest\x12\x18\n" +
 	"\adataset\x18\x01 \x01(\tR\adataset\x12\x14\n" +
 	"\x05start\x18\x02 \x01(\x03R\x05start\x12\x14\n" +

@@ -26,14 +26,18 @@ class Ack(_message.Message):
     def __init__(self, seqs: _Optional[_Iterable[int]] = ..., wait_ns: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class AugmentParams(_message.Message):
-    __slots__ = ["flip", "left", "top"]
+    __slots__ = ["flip", "height", "left", "top", "width"]
     FLIP_FIELD_NUMBER: _ClassVar[int]
+    HEIGHT_FIELD_NUMBER: _ClassVar[int]
     LEFT_FIELD_NUMBER: _ClassVar[int]
     TOP_FIELD_NUMBER: _ClassVar[int]
+    WIDTH_FIELD_NUMBER: _ClassVar[int]
     flip: _containers.RepeatedScalarFieldContainer[bool]
+    height: _containers.RepeatedScalarFieldContainer[int]
     left: _containers.RepeatedScalarFieldContainer[int]
     top: _containers.RepeatedScalarFieldContainer[int]
-    def __init__(self, top: _Optional[_Iterable[int]] = ..., left: _Optional[_Iterable[int]] = ..., flip: _Optional[_Iterable[bool]] = ...) -> None: ...
+    width: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, top: _Optional[_Iterable[int]] = ..., left: _Optional[_Iterable[int]] = ..., flip: _Optional[_Iterable[bool]] = ..., height: _Optional[_Iterable[int]] = ..., width: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class Batch(_message.Message):
     __slots__ = ["batch_index", "data", "dtype", "epoch", "indices", "labels", "layout", "params", "seq", "shape", "shm"]
