@@ -34,13 +34,16 @@ const checkpointMagic = "LDTRAIN1"
 // with the run that wrote the checkpoint: what decides which batches come
 // and the optimisation's hyper-parameters. The number of DataParallel
 // devices may change (without SyncBN it changes only the slices BatchNorm
-// normalises over); a DDP run's world may not (it changes the batches).
+// normalises over), and so may a DDP run's world: an elastic resume
+// (docs/RESUME.md) finishes the checkpoint's epoch over the new world
+// from the global position, with no sample lost or repeated. World is
+// kept because it says what Position means.
 type Fingerprint struct {
 	Dataset        string  `json:"dataset"`
 	Model          string  `json:"model"`
 	CNN            string  `json:"cnn,omitempty"`
 	Mode           string  `json:"mode"`
-	World          int     `json:"world"` // ranks the sampler splits an epoch into
+	World          int     `json:"world" resume:"elastic"` // ranks the sampler splits an epoch into
 	Batch          int     `json:"batch"`
 	Epochs         int     `json:"epochs"`
 	Seed           uint64  `json:"seed"`
@@ -71,6 +74,9 @@ func (f Fingerprint) diff(g Fingerprint) []string {
 	var out []string
 	a, b, t := reflect.ValueOf(f), reflect.ValueOf(g), reflect.TypeOf(f)
 	for i := range t.NumField() {
+		if t.Field(i).Tag.Get("resume") == "elastic" {
+			continue
+		}
 		if x, y := a.Field(i).Interface(), b.Field(i).Interface(); x != y {
 			out = append(out, fmt.Sprintf("%s: checkpoint %v, now %v", t.Field(i).Tag.Get("json"), x, y))
 		}
@@ -95,12 +101,17 @@ func (m meter) accuracy() float64 { return float64(m.Correct) / float64(max(1, m
 type CheckpointMeta struct {
 	Version     int              `json:"version"`
 	Fingerprint Fingerprint      `json:"config"`
-	Position    sampler.Position `json:"position"` // next batch to train on
-	Steps       int64            `json:"steps"`
-	Epoch       meter            `json:"epoch_so_far"` // the unfinished epoch's statistics
-	Epochs      []EpochResult    `json:"epochs"`
-	Pending     *EpochResult     `json:"pending,omitempty"` // trained, its evaluation interrupted
-	Saved       time.Time        `json:"saved"`
+	Position    sampler.Position `json:"position"` // next batch to train on, in Fingerprint.World's split
+	// Global is Position in a form any world resumes from (sampler's
+	// Distributed.Global): the epoch and how many entries of its order
+	// were consumed. Absent from checkpoints older than elastic resume,
+	// which derive it from Position.
+	Global  *sampler.Position `json:"global,omitempty"`
+	Steps   int64             `json:"steps"`
+	Epoch   meter             `json:"epoch_so_far"` // the unfinished epoch's statistics
+	Epochs  []EpochResult     `json:"epochs"`
+	Pending *EpochResult      `json:"pending,omitempty"` // trained, its evaluation interrupted
+	Saved   time.Time         `json:"saved"`
 }
 
 // Checkpoint is a decoded checkpoint file.

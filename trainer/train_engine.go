@@ -132,8 +132,11 @@ func (e *dpEngine) step(ctx context.Context, lr float64) (stepStats, error) {
 	if e.samples != nil {
 		logSamples(e.samples, 0, b)
 	}
+	if batchHook != nil {
+		batchHook(0, b)
+	}
 	st, err := e.dp.Step(floats(b.Data, &e.spare), b.Labels, lr)
-	pos := sampler.Position{Epoch: b.Epoch, Batch: b.Index}
+	pos := b.Position()
 	if rerr := b.Release(); err == nil && rerr != nil {
 		err = rerr
 	}
@@ -224,8 +227,11 @@ func (e *ddpEngine) rankStep(ctx context.Context, r int, lr float64) (stepStats,
 	if e.samples != nil {
 		logSamples(e.samples, e.base+r, b)
 	}
+	if batchHook != nil {
+		batchHook(e.base+r, b)
+	}
 	st, err := e.ranks[r].Step(floats(b.Data, &e.spare[r]), b.Labels, lr)
-	pos := sampler.Position{Epoch: b.Epoch, Batch: b.Index}
+	pos := b.Position()
 	if rerr := b.Release(); err == nil && rerr != nil {
 		err = rerr
 	}
@@ -345,6 +351,9 @@ func (e *ddpEngine) open(ctx context.Context, c *client.Client, cfg *TrainConfig
 	}
 	return bpe, nil
 }
+
+// batchHook, set by tests only, sees every batch before it is trained on.
+var batchHook func(rank int, b *client.Batch)
 
 // logSamples writes one line naming the dataset indices of rank's batch.
 func logSamples(w io.Writer, rank int, b *client.Batch) {

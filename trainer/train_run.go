@@ -28,10 +28,13 @@ func Train(ctx context.Context, c *client.Client, cfg TrainConfig) (*TrainResult
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	t := &training{cfg: &cfg, c: c, res: &TrainResult{Model: cfg.Model, Mode: cfg.Mode, Devices: cfg.Devices,
+	t := &training{cfg: &cfg, c: c, res: &TrainResult{Model: cfg.Model, Mode: cfg.Mode, Device: cfg.Device, Devices: cfg.Devices,
 		Checkpoint: cfg.Checkpoint, Epochs: []EpochResult{}}}
 	if cfg.Group != nil {
 		t.res.Devices = cfg.Group.Size() // one per process
+	}
+	if err := pickBatch(&cfg, t.res); err != nil {
+		return nil, err
 	}
 	var ck *Checkpoint
 	if cfg.Checkpoint != "" {
@@ -54,15 +57,22 @@ func Train(ctx context.Context, c *client.Client, cfg TrainConfig) (*TrainResult
 			t.res.Epochs = append(t.res.Epochs, ck.Meta.Epochs...)
 		}
 	}
-	t.res.Start = t.pos
-	if err := checkDatasets(ctx, c, &cfg); err != nil {
+	n, err := checkDatasets(ctx, c, &cfg)
+	if err != nil {
 		return nil, err
 	}
+	t.dist, t.rbs = sampler.Distributed{N: n, World: cfg.world()}, cfg.Batch/cfg.world()
+	if ck != nil {
+		if t.pos, err = resumePoint(ck, cfg.world(), n); err != nil {
+			return nil, fmt.Errorf("%s: %w", cfg.Checkpoint, err)
+		}
+	}
+	t.res.Start = t.pos
 	g := cfg.Goroutines
 	if g == 0 {
 		_, g = tensor.PlanCPU(cfg.Devices, 0)
 	}
-	devs, err := newDevices(cfg.Devices, g)
+	devs, err := openDevices(&cfg, g)
 	if err != nil {
 		return nil, err
 	}
@@ -88,12 +98,13 @@ func Train(ctx context.Context, c *client.Client, cfg TrainConfig) (*TrainResult
 }
 
 // checkDatasets makes sure the daemon serves the datasets and that their
-// labels fit the model's classes.
-func checkDatasets(ctx context.Context, c *client.Client, cfg *TrainConfig) error {
+// labels fit the model's classes, and returns the training set's size.
+func checkDatasets(ctx context.Context, c *client.Client, cfg *TrainConfig) (int64, error) {
 	ds, err := c.Datasets(ctx)
 	if err != nil {
-		return err
+		return 0, err
 	}
+	var size int64
 	classes := 10
 	if cfg.Model == "cnn" {
 		classes = cfg.CNN.Classes
@@ -111,6 +122,9 @@ func checkDatasets(ctx context.Context, c *client.Client, cfg *TrainConfig) erro
 				continue
 			}
 			found = true
+			if name == cfg.Dataset {
+				size = d.GetSize()
+			}
 			if n := len(d.GetClasses()); n > classes {
 				errs = append(errs, fmt.Errorf("dataset %q has %d classes; the %s has %d outputs", name, n, cfg.Model, classes))
 			}
@@ -120,9 +134,9 @@ func checkDatasets(ctx context.Context, c *client.Client, cfg *TrainConfig) erro
 		}
 	}
 	if len(errs) > 0 {
-		return fmt.Errorf("%w: %w", ErrTrainConfig, errors.Join(errs...))
+		return 0, fmt.Errorf("%w: %w", ErrTrainConfig, errors.Join(errs...))
 	}
-	return nil
+	return size, nil
 }
 
 // training is one call of Train.
@@ -134,6 +148,8 @@ type training struct {
 	sched optim.Schedule
 	bpe   int64
 	res   *TrainResult
+	dist  sampler.Distributed // this run's world over the training set
+	rbs   int                 // per-rank batch
 
 	pos      sampler.Position // next batch
 	steps    int64
@@ -225,7 +241,7 @@ func (t *training) loop(ctx context.Context) error {
 		t.run.add(m)
 		t.tick.add(m)
 		t.steps++
-		t.pos = t.pos.Next(t.bpe)
+		t.pos = t.pos.Next(t.batchesAt(t.pos))
 		t.progress(false)
 		if t.pos.Batch == 0 {
 			if err := t.endEpoch(ctx); err != nil {
@@ -299,8 +315,12 @@ func (t *training) save() error {
 	if err != nil {
 		return fmt.Errorf("trainer: checkpoint: %w", err)
 	}
+	g, err := t.dist.Global(t.pos, t.rbs, true)
+	if err != nil {
+		return fmt.Errorf("trainer: checkpoint: %w", err)
+	}
 	ck := Checkpoint{Model: model, Optimizer: opt, Meta: CheckpointMeta{Version: 1,
-		Fingerprint: t.cfg.fingerprint(), Position: t.pos, Steps: t.steps, Epoch: t.epoch,
+		Fingerprint: t.cfg.fingerprint(), Position: t.pos, Global: &g, Steps: t.steps, Epoch: t.epoch,
 		Epochs: t.res.Epochs, Pending: t.pending, Saved: time.Now().UTC()}}
 	return ck.WriteFile(t.cfg.Checkpoint)
 }
@@ -314,10 +334,11 @@ func (t *training) leader() bool { return t.cfg.Group == nil || t.cfg.Group.Rank
 // else (no checkpoint, an older one: not the same file), all fail, saying so.
 func agreeResume(cfg *TrainConfig, dev tensor.Device, ck *Checkpoint) (err error) {
 	g := cfg.Group
-	v := make([]float32, 5)
+	v := make([]float32, 8)
 	if ck != nil { // exact in f32: 24-bit pieces
-		s, p := ck.Meta.Steps, ck.Meta.Position
-		v = []float32{1, float32(s >> 24), float32(s & (1<<24 - 1)), float32(p.Epoch), float32(p.Batch)}
+		s, p, m := ck.Meta.Steps, ck.Meta.Position, int64(1<<24-1)
+		v = []float32{1, float32(s >> 24), float32(s & m), float32(p.Epoch), float32(p.Batch),
+			float32(p.Offset >> 48), float32(p.Offset >> 24 & m), float32(p.Offset & m)}
 	}
 	b, err := dev.Alloc(tensor.F32, len(v))
 	if err != nil {
@@ -408,4 +429,35 @@ func epochLine(r EpochResult, epochs int) string {
 			r.Eval.Images, r.Eval.Seconds)
 	}
 	return s
+}
+
+// batchesAt returns the batches each rank trains on in p's epoch from
+// p.Offset: bpe, but in an epoch resumed under another world.
+func (t *training) batchesAt(p sampler.Position) int64 {
+	if p.Offset == 0 {
+		return t.bpe
+	}
+	return t.dist.BatchesFrom(p.Offset, t.rbs, true)
+}
+
+// resumePoint returns where a run of world ranks over n samples resumes
+// from ck: the checkpoint's Position under its own world, else the global
+// position (the epoch and how much of its order was consumed), which the
+// new world splits afresh (docs/RESUME.md).
+func resumePoint(ck *Checkpoint, world int, n int64) (sampler.Position, error) {
+	f := ck.Meta.Fingerprint
+	if f.World == world {
+		return ck.Meta.Position, nil
+	}
+	if ck.Meta.Global != nil {
+		return *ck.Meta.Global, nil
+	}
+	if f.World < 1 || f.Batch%f.World != 0 {
+		return sampler.Position{}, fmt.Errorf("%w: world %d with batch %d", ErrCheckpoint, f.World, f.Batch)
+	}
+	g, err := sampler.Distributed{N: n, World: f.World}.Global(ck.Meta.Position, f.Batch/f.World, true)
+	if err != nil {
+		return sampler.Position{}, fmt.Errorf("%w: %w", ErrCheckpoint, err)
+	}
+	return g, nil
 }
