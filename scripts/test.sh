@@ -69,4 +69,7 @@ done
 # The Python client against a daemon built from this checkout
 # (needs scripts/python-setup.sh's Debian packages).
 ./scripts/python-test.sh
+# The GPU machine's script, run against the CPU fallback, so it cannot rot
+# between the sessions that have a GPU (about 40 s).
+./scripts/gpu-selftest.sh
 echo "scripts/test.sh: all checks passed"

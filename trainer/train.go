@@ -29,7 +29,8 @@ type TrainConfig struct {
 	Model      string       // "mlp" or "cnn"
 	CNN        nn.CNNConfig // the CNN's shape; zero is nn.DefaultCNN
 	Mode       string       // "dp": DataParallel on one stream; "ddp": one stream and rank per device
-	Devices    int          // CPU devices K
+	Devices    int          // devices K (CPU, or CUDA streams spread over the GPUs)
+	Device     string       // "cpu" (the default) or "cuda" (see DeviceCPU, DeviceCUDA)
 	Goroutines int          // per device; 0 shares GOMAXPROCS among the devices
 	SyncBN     bool         // BatchNorm over the global batch
 	// Group, when set, makes this process rank Group.Rank() of Group.Size()
@@ -42,6 +43,12 @@ type TrainConfig struct {
 	Batch     int // global batch; each DDP rank takes Batch/Devices
 	EvalBatch int
 	Epochs    int
+
+	// AutoBatch makes Train pick Batch: the largest that fits the devices
+	// (see autoBatch), starting from Batch when set. On CPU devices it
+	// needs DeviceMemory; a resumed run keeps its checkpoint's batch.
+	AutoBatch    bool
+	DeviceMemory int64 // bytes each device may allocate; 0: no limit but the device's
 
 	LR             float64 // peak learning rate
 	Schedule       string  // "onecycle" or "cosine"
@@ -83,7 +90,15 @@ func (c *TrainConfig) EnsureDefaults() {
 		c.Model = "cnn"
 	}
 	if c.Model == "cnn" && len(c.CNN.Widths) == 0 {
-		c.CNN = nn.DefaultCNN
+		c.CNN.Widths = nn.DefaultCNN.Widths
+	}
+	if c.Model == "cnn" && len(c.CNN.Blocks) == 0 {
+		for range c.CNN.Widths {
+			c.CNN.Blocks = append(c.CNN.Blocks, 1)
+		}
+	}
+	if c.Model == "cnn" && c.CNN.Classes == 0 {
+		c.CNN.Classes = nn.DefaultCNN.Classes
 	}
 	if c.Mode == "" {
 		c.Mode = "dp"
@@ -91,13 +106,19 @@ func (c *TrainConfig) EnsureDefaults() {
 			c.Mode = "ddp"
 		}
 	}
+	if c.Device == "" {
+		c.Device = DeviceCPU
+	}
+	if c.Devices == 0 && c.Device == DeviceCUDA {
+		c.Devices = 1 // one stream on GPU 0; --devices K spreads K over the GPUs
+	}
 	if c.Devices == 0 && c.Group != nil {
 		c.Devices = 1 // one rank, one device per process
 	}
 	if c.Devices == 0 {
 		c.Devices, _ = tensor.PlanCPU(0, 0)
 	}
-	if c.Batch == 0 {
+	if c.Batch == 0 && !c.AutoBatch {
 		c.Batch = 128
 	}
 	if c.EvalBatch == 0 {
@@ -144,17 +165,29 @@ func (c *TrainConfig) Validate() error {
 	if c.Mode != "dp" && c.Mode != "ddp" {
 		bad("mode %q: want dp or ddp", c.Mode)
 	}
+	if c.Device != DeviceCPU && c.Device != DeviceCUDA {
+		bad("device %q: want %s or %s", c.Device, DeviceCPU, DeviceCUDA)
+	}
 	if c.Devices < 1 || c.Devices > 256 {
 		bad("devices %d: want 1..256", c.Devices)
 	}
 	if c.Goroutines < 0 || c.Goroutines > 1024 {
 		bad("goroutines %d: want 0 (share the cores) to 1024", c.Goroutines)
 	}
-	if c.Batch < max(1, c.Devices) {
+	if c.AutoBatch && c.Device == DeviceCPU && c.DeviceMemory <= 0 {
+		bad("batch auto on CPU devices: set a device memory limit to search under")
+	}
+	if c.DeviceMemory < 0 {
+		bad("device memory %d is negative", c.DeviceMemory)
+	}
+	switch {
+	case c.AutoBatch && c.Batch == 0: // Train picks it
+	case c.Batch < max(1, c.Devices):
 		bad("batch %d: want at least one sample per device (%d)", c.Batch, c.Devices)
-	} else if c.Mode == "ddp" && c.Devices > 0 && c.Batch%c.world() != 0 {
+	case c.Mode == "ddp" && c.Devices > 0 && c.Batch%c.world() != 0:
 		bad("batch %d: ddp splits it into equal per-rank batches; want a multiple of the %d ranks", c.Batch, c.world())
 	}
+
 	if c.Group != nil && (c.Mode != "ddp" || c.Devices != 1) {
 		bad("rank %d of %d processes: want mode ddp on 1 device (got mode %q, %d devices)",
 			c.Group.Rank(), c.Group.Size(), c.Mode, c.Devices)
@@ -247,11 +280,14 @@ type EpochResult struct {
 type TrainResult struct {
 	Model        string           `json:"model"`
 	Mode         string           `json:"mode"`
+	Device       string           `json:"device"` // cpu or cuda
 	Devices      int              `json:"devices"`
 	Params       int              `json:"params"`
 	Start        sampler.Position `json:"start"`    // where this process began
 	Position     sampler.Position `json:"position"` // next batch to train on
 	Steps        int64            `json:"steps"`    // done in the whole run
+	Batch        int              `json:"batch"`
+	BatchSearch  []BatchTrial     `json:"batch_search,omitempty"` // --batch auto's tries
 	TotalSteps   int64            `json:"total_steps"`
 	Done         bool             `json:"done"` // every epoch is trained
 	Epochs       []EpochResult    `json:"epochs"`

@@ -12,6 +12,9 @@ import (
 	"github.com/loaderd/loaderd/internal/servertest"
 	"github.com/loaderd/loaderd/loader/format/synthetic"
 	"github.com/loaderd/loaderd/trainer"
+	"github.com/loaderd/loaderd/trainer/devices"
+	"github.com/loaderd/loaderd/trainer/dist"
+	"github.com/loaderd/loaderd/trainer/nn"
 )
 
 // TestMain lets the test binary act as the trainer command, so tests run
@@ -107,5 +110,64 @@ func TestTrainCommandRejectsFlags(t *testing.T) {
 		if !strings.Contains(errs, w) {
 			t.Errorf("stderr lacks %q:\n%s", w, errs)
 		}
+	}
+}
+
+// TestResolveDevice: --device auto follows what NVML sees (after
+// CUDA_VISIBLE_DEVICES), and an unset --devices becomes one per GPU.
+func TestResolveDevice(t *testing.T) {
+	h100 := devices.GPU{Name: "NVIDIA H100", UUID: "GPU-1"}
+	none := devices.Report{NoGPU: "no NVIDIA driver found (libnvidia-ml.so.1)"}
+	two := devices.Report{GPUs: []devices.GPU{h100, h100}}
+	mpi := &dist.Launch{World: 2, Launcher: dist.MPIRun}
+	for _, tc := range []struct {
+		name        string
+		device      string
+		devices     int
+		launch      *dist.Launch
+		report      devices.Report
+		wantDevice  string
+		wantDevices int
+		wantLine    string
+	}{
+		{"auto without GPU", "auto", 0, nil, none, "cpu", 0, "device cpu (auto: no NVIDIA driver"},
+		{"auto with two GPUs", "auto", 0, nil, two, "cuda", 2, "device cuda (auto: 2 GPU(s) visible, first NVIDIA H100 GPU-1)"},
+		{"auto, devices set", "auto", 4, nil, two, "cuda", 4, "device cuda (auto"},
+		{"auto under mpirun", "auto", 0, mpi, two, "cpu", 0, "device cpu (auto: one process per rank"},
+		{"cpu forced", "cpu", 0, nil, two, "cpu", 0, "device cpu (asked for)"},
+		{"cuda forced", "cuda", 0, nil, two, "cuda", 2, "device cuda (asked for)"},
+		{"cuda forced, none seen", "cuda", 0, nil, none, "cuda", 0, "device cuda (asked for)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := trainConfig{Launch: tc.launch}
+			c.Device, c.Devices = tc.device, tc.devices
+			line := resolveDevice(&c, func(devices.Options) devices.Report { return tc.report })
+			if c.Device != tc.wantDevice || c.Devices != tc.wantDevices || !strings.HasPrefix(line, tc.wantLine) {
+				t.Errorf("device %q, %d devices, line %q; want %q, %d, %q…", c.Device, c.Devices, line,
+					tc.wantDevice, tc.wantDevices, tc.wantLine)
+			}
+		})
+	}
+}
+
+// TestCNNShapeFlags: --widths and --blocks reach the model, and a bad list
+// is refused by the flag parser.
+func TestCNNShapeFlags(t *testing.T) {
+	var w []int
+	if err := intList(&w)("64, 128,256"); err != nil || len(w) != 3 || w[0] != 64 || w[2] != 256 {
+		t.Errorf("intList gave %v, %v", w, err)
+	}
+	for _, bad := range []string{"", "64,,128", "0", "-1", "x"} {
+		if err := intList(&w)(bad); err == nil {
+			t.Errorf("intList(%q) accepted: %v", bad, w)
+		}
+	}
+	c := trainer.TrainConfig{Model: "cnn", CNN: nn.CNNConfig{Widths: []int{8, 16}}}
+	c.EnsureDefaults()
+	if len(c.CNN.Blocks) != 2 || c.CNN.Blocks[1] != 1 || c.CNN.Classes != 10 {
+		t.Errorf("widths alone give %+v", c.CNN)
+	}
+	if err := c.Validate(); err != nil {
+		t.Error(err)
 	}
 }

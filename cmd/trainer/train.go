@@ -7,11 +7,14 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/loaderd/loaderd/client"
+	"github.com/loaderd/loaderd/internal/bytesize"
 	"github.com/loaderd/loaderd/trainer"
+	"github.com/loaderd/loaderd/trainer/devices"
 	"github.com/loaderd/loaderd/trainer/dist"
 )
 
@@ -95,11 +98,19 @@ func trainMain(ctx context.Context, args []string) error {
 	fs.StringVar(&c.Dataset, "dataset", "", "training dataset (default synthetic)")
 	fs.StringVar(&c.Eval, "eval", "", "dataset to evaluate after every epoch, without random crop or flip")
 	fs.StringVar(&c.Model, "model", "", "mlp or cnn (default cnn: ResNet-8-like, 78k parameters)")
-	fs.IntVar(&c.Devices, "devices", 0, "CPU devices (default 2 on 2 or more cores)")
+	fs.IntVar(&c.Devices, "devices", 0, "devices: CPU (default 2 on 2 or more cores) or CUDA streams spread over the GPUs (default one per GPU)")
+	fs.StringVar(&c.Device, "device", deviceAuto, "cpu, cuda, or auto (CUDA when NVML sees a GPU, honouring CUDA_VISIBLE_DEVICES)")
+	fs.Func("widths", "the CNN's stage widths, comma-separated (default 16,32,64)", intList(&c.CNN.Widths))
+	fs.Func("blocks", "residual blocks per CNN stage, comma-separated (default 1 per stage)", intList(&c.CNN.Blocks))
 	fs.IntVar(&c.Goroutines, "goroutines", 0, "goroutines per device (default GOMAXPROCS / devices)")
 	fs.StringVar(&c.Mode, "mode", "", "dp (DataParallel, one stream) or ddp (a stream and rank per device) (default dp)")
 	fs.BoolVar(&c.SyncBN, "sync-bn", false, "BatchNorm statistics over the global batch")
-	fs.IntVar(&c.Batch, "batch", 0, "global batch size; each ddp rank takes batch/devices (default 128)")
+	fs.Func("batch", "global batch size, or auto: the largest that fits (doubling, then bisecting; under --device-memory on CPU devices); each ddp rank takes batch/devices (default 128)", batchFlag(&c.TrainConfig))
+	fs.Func("device-memory", "bytes each device may allocate, e.g. 2GiB (needed by --batch auto on CPU devices)", func(v string) error {
+		n, err := bytesize.Parse(v)
+		c.DeviceMemory = n
+		return err
+	})
 	fs.IntVar(&c.EvalBatch, "eval-batch", 0, "evaluation batch size (default 256)")
 	fs.IntVar(&c.Epochs, "epochs", 0, "epochs (default 1)")
 	fs.Float64Var(&c.LR, "lr", 0, "peak learning rate (default 0.4 for cnn, 0.02 for mlp)")
@@ -128,7 +139,11 @@ func trainMain(ctx context.Context, args []string) error {
 		return fmt.Errorf("train: unexpected arguments %q", fs.Args())
 	}
 	c.Launch, c.LaunchErr = dist.FromEnv(os.Getenv)
+	chosen := resolveDevice(&c, devices.Discover)
 	c.EnsureDefaults()
+	if c.Progress != nil {
+		fmt.Fprintf(c.Progress, "trainer: %s\n", chosen)
+	}
 	if err := c.Validate(); err != nil {
 		return err
 	}
@@ -185,8 +200,8 @@ func runTrain(ctx context.Context, c trainConfig) (err error) {
 }
 
 func summary(r *trainer.TrainResult) string {
-	s := fmt.Sprintf("%s (%d parameters), %s on %d devices: %d of %d steps", r.Model, r.Params, r.Mode, r.Devices,
-		r.Steps, r.TotalSteps)
+	s := fmt.Sprintf("%s (%d parameters), %s on %d %s devices, batch %d: %d of %d steps", r.Model, r.Params, r.Mode,
+		r.Devices, r.Device, r.Batch, r.Steps, r.TotalSteps)
 	if r.Start.Epoch > 0 || r.Start.Batch > 0 {
 		s += fmt.Sprintf(" (resumed at %v)", r.Start)
 	}
@@ -218,4 +233,35 @@ func joinGroup(ctx context.Context, l *dist.Launch, mpiLib string) (*dist.Group,
 		})
 	}}
 	return dist.InitMPI(ctx, l, mpiLib, o)
+}
+
+// intList parses a comma-separated list of positive integers into *dst.
+func intList(dst *[]int) func(string) error {
+	return func(v string) error {
+		*dst = nil
+		for _, f := range strings.Split(v, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil || n < 1 {
+				return fmt.Errorf("%q: want positive integers separated by commas", v)
+			}
+			*dst = append(*dst, n)
+		}
+		return nil
+	}
+}
+
+// batchFlag parses --batch: a positive integer, or auto.
+func batchFlag(c *trainer.TrainConfig) func(string) error {
+	return func(v string) error {
+		if v == "auto" {
+			c.AutoBatch, c.Batch = true, 0
+			return nil
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			return fmt.Errorf("%q: want a positive integer or auto", v)
+		}
+		c.AutoBatch, c.Batch = false, n
+		return nil
+	}
 }

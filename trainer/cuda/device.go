@@ -87,6 +87,32 @@ func New(cfg Config) (*Device, error) {
 	return newDevice(cu, cfg)
 }
 
+// Count returns how many GPUs the CUDA driver sees (CUDA_VISIBLE_DEVICES
+// applied). Without a driver the error wraps ErrNoDriver; a driver
+// without GPUs gives 0 and no error.
+func Count() (int, error) {
+	cu, err := driver.LoadCUDA(driver.Options{})
+	if err != nil {
+		return 0, fmt.Errorf("cuda: %w", err)
+	}
+	return count(cu)
+}
+
+func count(cu *driver.CUDA) (int, error) {
+	if err := cu.Check("cuInit", cu.Init(0)); err != nil {
+		var de *driver.Error
+		if errors.As(err, &de) && de.Code == driver.ErrorNoDevice {
+			return 0, nil
+		}
+		return 0, fmt.Errorf("cuda: %w", err)
+	}
+	var n int32
+	if err := cu.Check("cuDeviceGetCount", cu.DeviceGetCount(&n)); err != nil {
+		return 0, fmt.Errorf("cuda: %w", err)
+	}
+	return int(n), nil
+}
+
 // newDevice opens a device through the bound driver cu (tests pass an
 // emulated one).
 func newDevice(cu *driver.CUDA, cfg Config) (*Device, error) {

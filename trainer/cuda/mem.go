@@ -40,7 +40,11 @@ func (d *Device) Alloc(t tensor.DType, n int) (tensor.Buffer, error) {
 	d.enter()
 	defer d.leave()
 	a := &alloc{dev: d, t: t, n: n}
-	if err := d.cu.Check("cuMemAlloc", d.cu.MemAlloc(&a.p, uint64(n)*4)); err != nil {
+	if r := d.cu.MemAlloc(&a.p, uint64(n)*4); r != driver.Success {
+		err := d.cu.Check("cuMemAlloc", r)
+		if r == driver.ErrorOutOfMemory { // callers may free memory and retry with less
+			return tensor.Buffer{}, fmt.Errorf("cuda: alloc %d×%v on %s: %w: %w", n, t, d.name, tensor.ErrOutOfMemory, err)
+		}
 		return tensor.Buffer{}, fmt.Errorf("cuda: alloc %d×%v on %s: %w", n, t, d.name, err)
 	}
 	if err := d.cu.Check("cuMemsetD32Async", d.cu.MemsetD32Async(a.p, 0, uint64(n), d.stream)); err != nil {

@@ -165,7 +165,11 @@ func (r Report) WriteText(w io.Writer) error {
 			fmt.Fprintf(&b, "  gpu:%d  %s  %s  memory %s total, %s free  utilisation %s (memory %s)\n",
 				g.Visible, g.Name, g.UUID, gib(g.MemoryTotal), gib(g.MemoryFree), pct(g.UtilGPU), pct(g.UtilMemory))
 		}
-		fmt.Fprintln(&b, "trainer train still runs on the CPU devices:")
+		on := "cuda:0"
+		if len(r.GPUs) > 1 {
+			on = fmt.Sprintf("cuda:0..%d", len(r.GPUs)-1)
+		}
+		fmt.Fprintf(&b, "trainer train --device auto trains on %s; with --device cpu on:\n", on)
 	} else {
 		fmt.Fprintf(&b, "%s: using CPU devices\n", r.NoGPU)
 	}

@@ -128,7 +128,7 @@ func TestWriteGPUs(t *testing.T) {
 	r.WriteText(&out)
 	want := "NVIDIA driver 550.54.15, CUDA_VISIBLE_DEVICES=1\n1 GPU(s)\n" +
 		"  gpu:0  NVIDIA H100 80GB HBM3  GPU-1234  memory 80.0 GiB total, 79.0 GiB free  utilisation 3% (memory n/a)\n" +
-		"trainer train still runs on the CPU devices:\n2 CPU device(s) on 16 cores\n  cpu:0  8 goroutine(s)\n  cpu:1  8 goroutine(s)\n"
+		"trainer train --device auto trains on cuda:0; with --device cpu on:\n2 CPU device(s) on 16 cores\n  cpu:0  8 goroutine(s)\n  cpu:1  8 goroutine(s)\n"
 	if out.String() != want {
 		t.Errorf("got\n%s\nwant\n%s", out.String(), want)
 	}

@@ -18,6 +18,8 @@ type CPU struct {
 	ws   [][]float32
 	gk   gemmKernel
 
+	limit, used int64 // bytes (SetMemoryLimit); limit 0: none
+
 	// Range functions bound once so that dispatching a kernel allocates nothing.
 	fnGemm, fnIm2Col, fnCol2Im, fnPool, fnPoolB, fnT12     rangeFn
 	fnElem, fnChan, fnRow, fnBN, fnBNB, fnCE, fnCEB, fnSGD rangeFn
@@ -194,6 +196,10 @@ func (d *CPU) Alloc(t DType, n int) (Buffer, error) {
 	if n <= 0 {
 		return Buffer{}, argErr("alloc", "length %d", n)
 	}
+	if d.limit > 0 && d.used+4*int64(n) > d.limit {
+		return Buffer{}, fmt.Errorf("tensor: alloc %d×%v on %s: %d of its %d-byte limit left: %w",
+			n, t, d.name, d.limit-d.used, d.limit, ErrOutOfMemory)
+	}
 	a := &cpuAlloc{dev: d, t: t}
 	switch t {
 	case F32:
@@ -203,8 +209,14 @@ func (d *CPU) Alloc(t DType, n int) (Buffer, error) {
 	default:
 		return Buffer{}, argErr("alloc", "dtype %v", t)
 	}
+	d.used += 4 * int64(n)
 	return NewBuffer(a), nil
 }
+
+// SetMemoryLimit makes Alloc fail with ErrOutOfMemory once the live
+// allocations would exceed limit bytes (0: no limit), as a GPU's memory
+// does; --batch auto's search runs against it on CPU devices.
+func (d *CPU) SetMemoryLimit(limit int64) { d.limit = limit }
 
 // Free drops the allocation's memory (the GC reclaims it); views of it fail
 // from now on.
@@ -213,6 +225,7 @@ func (d *CPU) Free(b Buffer) error {
 	if !ok {
 		return d.Sync()
 	}
+	d.used -= 4 * int64(len(a.f)+len(a.i))
 	a.f, a.i, a.t = nil, nil, 0
 	return nil
 }

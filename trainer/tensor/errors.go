@@ -13,6 +13,10 @@ var (
 	ErrDevice = errors.New("tensor: buffer belongs to another device")
 	// ErrClosed reports use of a closed device.
 	ErrClosed = errors.New("tensor: device closed")
+	// ErrOutOfMemory reports an Alloc the device has no room for (CUDA's
+	// CUDA_ERROR_OUT_OF_MEMORY, or a limit set on a CPU device); the
+	// device stays usable, so a caller can free memory and try less.
+	ErrOutOfMemory = errors.New("tensor: out of device memory")
 )
 
 // ArgError names the kernel and what was wrong with its arguments.
