@@ -64,7 +64,12 @@ var ErrNoTurbo = errors.New("imagedec: libturbojpeg.so.0 not available (Debian: 
 // LOADERD_TURBOJPEG names the library file to use instead ("none" disables
 // it, for tests of the fallback).
 func loadTurbo() (*turboLib, error) {
-	turboOnce.Do(func() { turbo, turboErr = openTurbo(os.Getenv("LOADERD_TURBOJPEG")) })
+	turboOnce.Do(func() {
+		turbo, turboErr = openTurbo(os.Getenv("LOADERD_TURBOJPEG"))
+		if turboErr == nil && os.Getenv("LOADERD_MALLOPT") != "0" {
+			tuneMalloc()
+		}
+	})
 	return turbo, turboErr
 }
 
