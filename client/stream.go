@@ -100,7 +100,8 @@ type Stream struct {
 
 	ring    *pinned.Pool
 	regions []*pinned.Region
-	region  []byte
+	region  []byte // the receiver's current region
+	shared  []byte // what Region returns (under mu)
 	free    chan *Batch
 	ready   chan *Batch
 	done    chan struct{} // closed when the receiver stops
@@ -253,8 +254,21 @@ func (s *Stream) connect(ctx context.Context, resume bool) error {
 	s.sendMu.Unlock()
 	s.mu.Lock()
 	s.header = r.Header // read without the lock only by the receiver, its writer
+	s.shared = s.region
 	s.mu.Unlock()
 	return nil
+}
+
+// Region returns the daemon's shared-memory region this stream's batches
+// are views of (nil for an inline stream), mapped read-only: writing to it
+// faults. It stays mapped until Close, so a caller may register it once
+// for DMA (cuMemHostRegister with the read-only flag) and must unregister
+// it before Close. A stream that reconnects maps the new daemon's region:
+// Region then returns that one, and both stay mapped until Close.
+func (s *Stream) Region() []byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.shared
 }
 
 // mapRegion maps the stream's shared region read-only: its descriptor

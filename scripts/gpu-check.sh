@@ -275,7 +275,8 @@ extract_cifar() {
 import json, sys
 text = open(sys.argv[1]).read()
 res = json.loads(text[text.index("{"):text.rindex("}") + 1])
-print(f"{res['model']} ({res['params']} parameters) on {res['devices']} {res.get('device', '?')} device(s), mode {res['mode']}")
+print(f"{res['model']} ({res['params']} parameters) on {res['devices']} {res.get('device', '?')} device(s), mode {res['mode']}, amp {res.get('amp', 'off')}")
+print("shared-memory registration:", res.get("host_register") or "none (not CUDA, or not --transport shm)")
 print(f"{res['images']} images in {res['seconds']:.1f} s: {res['images_per_s']:.0f} images/s, data wait {100 * res['wait_share']:.2f}% of step time")
 t, reached = 0.0, None
 for e in res["epochs"]:

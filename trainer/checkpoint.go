@@ -56,6 +56,7 @@ type Fingerprint struct {
 	WeightDecay    float64 `json:"weight_decay"`
 	LabelSmoothing float64 `json:"label_smoothing"`
 	SyncBN         bool    `json:"sync_bn"`
+	AMP            string  `json:"amp,omitempty"` // "" for f32: older checkpoints match
 }
 
 func (c *TrainConfig) fingerprint() Fingerprint {
@@ -66,7 +67,7 @@ func (c *TrainConfig) fingerprint() Fingerprint {
 	return Fingerprint{Dataset: c.Dataset, Model: c.Model, CNN: cnn, Mode: c.Mode, World: c.world(), Batch: c.Batch,
 		Epochs: c.Epochs, Seed: c.Seed, Augment: c.Augment, LR: c.LR, Schedule: c.Schedule, Warmup: c.Warmup,
 		Momentum: c.Momentum, Nesterov: c.Nesterov, WeightDecay: c.WeightDecay,
-		LabelSmoothing: c.LabelSmoothing, SyncBN: c.SyncBN}
+		LabelSmoothing: c.LabelSmoothing, SyncBN: c.SyncBN, AMP: c.ampName()}
 }
 
 // diff lists the fields where f and g differ.
@@ -111,7 +112,15 @@ type CheckpointMeta struct {
 	Epoch   meter             `json:"epoch_so_far"` // the unfinished epoch's statistics
 	Epochs  []EpochResult     `json:"epochs"`
 	Pending *EpochResult      `json:"pending,omitempty"` // trained, its evaluation interrupted
+	Scaler  *ScalerState      `json:"scaler,omitempty"`  // fp16's loss scaler
 	Saved   time.Time         `json:"saved"`
+}
+
+// ScalerState is an amp.GradScaler's state, as torch's GradScaler.state_dict
+// keeps it: the scale and the clean steps towards its next growth.
+type ScalerState struct {
+	Scale   float32 `json:"scale"`
+	Tracker int     `json:"growth_tracker"`
 }
 
 // Checkpoint is a decoded checkpoint file.

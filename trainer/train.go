@@ -9,6 +9,7 @@ import (
 
 	"github.com/loaderd/loaderd/augment"
 	"github.com/loaderd/loaderd/sampler"
+	"github.com/loaderd/loaderd/trainer/amp"
 	"github.com/loaderd/loaderd/trainer/nn"
 	"github.com/loaderd/loaderd/trainer/parallel"
 	"github.com/loaderd/loaderd/trainer/tensor"
@@ -33,6 +34,9 @@ type TrainConfig struct {
 	Device     string       // "cpu" (the default) or "cuda" (see DeviceCPU, DeviceCUDA)
 	Goroutines int          // per device; 0 shares GOMAXPROCS among the devices
 	SyncBN     bool         // BatchNorm over the global batch
+	// AMP is the mixed precision: "off" (the default), "bf16" or "fp16"
+	// (with dynamic loss scaling); see parallel.Config.Precision.
+	AMP string
 	// Group, when set, makes this process rank Group.Rank() of Group.Size()
 	// processes (see trainer/dist): Mode ddp on one device, each epoch split
 	// into Group.Size() ranks, Batch the global batch. Rank 0 evaluates and
@@ -109,6 +113,9 @@ func (c *TrainConfig) EnsureDefaults() {
 	if c.Device == "" {
 		c.Device = DeviceCPU
 	}
+	if c.AMP == "" {
+		c.AMP = "off"
+	}
 	if c.Devices == 0 && c.Device == DeviceCUDA {
 		c.Devices = 1 // one stream on GPU 0; --devices K spreads K over the GPUs
 	}
@@ -170,6 +177,9 @@ func (c *TrainConfig) Validate() error {
 	}
 	if c.Devices < 1 || c.Devices > 256 {
 		bad("devices %d: want 1..256", c.Devices)
+	}
+	if _, err := amp.ParseMode(c.AMP); err != nil {
+		bad("%v", err) // "amp: unknown mode ..."
 	}
 	if c.Goroutines < 0 || c.Goroutines > 1024 {
 		bad("goroutines %d: want 0 (share the cores) to 1024", c.Goroutines)
@@ -245,6 +255,21 @@ func (c *TrainConfig) Validate() error {
 	return fmt.Errorf("%w:\n%w", ErrTrainConfig, errors.Join(errs...))
 }
 
+// precision is the engine's rounding for c.AMP (f32 when invalid: Validate
+// reports it).
+func (c *TrainConfig) precision() tensor.Precision {
+	m, _ := amp.ParseMode(c.AMP)
+	return map[amp.Mode]tensor.Precision{amp.BF16: tensor.BF16, amp.FP16: tensor.FP16}[m]
+}
+
+// ampName is c.AMP's canonical name, "" for f32.
+func (c *TrainConfig) ampName() string {
+	if m, err := amp.ParseMode(c.AMP); err == nil && m != amp.Off {
+		return m.String()
+	}
+	return ""
+}
+
 // world is the number of ranks the sampler splits an epoch into.
 func (c *TrainConfig) world() int {
 	if c.Group != nil {
@@ -278,10 +303,17 @@ type EpochResult struct {
 
 // TrainResult is what Train did, over the whole run when it resumed.
 type TrainResult struct {
-	Model        string           `json:"model"`
-	Mode         string           `json:"mode"`
-	Device       string           `json:"device"` // cpu or cuda
-	Devices      int              `json:"devices"`
+	Model        string  `json:"model"`
+	Mode         string  `json:"mode"`
+	Device       string  `json:"device"` // cpu or cuda
+	Devices      int     `json:"devices"`
+	AMP          string  `json:"amp"`                     // off, bf16 or fp16
+	SkippedSteps int64   `json:"skipped_steps,omitempty"` // fp16: overflowed, not applied (this process)
+	LossScale    float32 `json:"loss_scale,omitempty"`    // fp16: the scale at the end
+	// HostRegister says whether the shared-memory region was page-locked
+	// for the devices (CUDA with --transport shm), or why not; "" when
+	// there was nothing to register.
+	HostRegister string           `json:"host_register,omitempty"`
 	Params       int              `json:"params"`
 	Start        sampler.Position `json:"start"`    // where this process began
 	Position     sampler.Position `json:"position"` // next batch to train on

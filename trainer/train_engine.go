@@ -18,6 +18,7 @@ import (
 	"github.com/loaderd/loaderd/client"
 	pb "github.com/loaderd/loaderd/proto/loaderd/v1"
 	"github.com/loaderd/loaderd/sampler"
+	"github.com/loaderd/loaderd/trainer/amp"
 	"github.com/loaderd/loaderd/trainer/nn"
 	"github.com/loaderd/loaderd/trainer/optim"
 	"github.com/loaderd/loaderd/trainer/parallel"
@@ -42,9 +43,14 @@ type engine interface {
 	state() (model, opt []byte, err error)
 	// restore loads a checkpoint's state into every replica.
 	restore(model, opt []byte) error
+	// scalers returns the fp16 loss scalers (one per optimizer), or none.
+	scalers() []*amp.GradScaler
 	// open starts the training streams at start and returns the batches
 	// per epoch.
 	open(ctx context.Context, c *client.Client, cfg *TrainConfig, start sampler.Position) (int64, error)
+	// openStreams returns the training streams open has opened, stream i
+	// feeding device i.
+	openStreams() []*client.Stream
 	close()
 }
 
@@ -68,7 +74,8 @@ func builder(cfg *TrainConfig) parallel.Builder {
 
 func parallelConfig(c *TrainConfig) parallel.Config {
 	return parallel.Config{In: nn.CIFAR, Seed: c.Seed, Smoothing: float32(c.LabelSmoothing), SyncBN: c.SyncBN,
-		SGD: optim.SGDConfig{Momentum: c.Momentum, Nesterov: c.Nesterov, WeightDecay: c.WeightDecay}}
+		Precision: c.precision(),
+		SGD:       optim.SGDConfig{Momentum: c.Momentum, Nesterov: c.Nesterov, WeightDecay: c.WeightDecay}}
 }
 
 // streamConfig is rank r's training stream, from position start.
@@ -158,6 +165,20 @@ func (e *dpEngine) restore(model, opt []byte) error {
 		return err
 	}
 	return e.dp.Broadcast()
+}
+
+func (e *dpEngine) scalers() []*amp.GradScaler {
+	if s := e.dp.Scaler(); s != nil {
+		return []*amp.GradScaler{s}
+	}
+	return nil
+}
+
+func (e *dpEngine) openStreams() []*client.Stream {
+	if e.s == nil {
+		return nil
+	}
+	return []*client.Stream{e.s}
 }
 
 func (e *dpEngine) close() {
@@ -258,6 +279,18 @@ func (e *ddpEngine) restore(model, opt []byte) error {
 	}
 	return nil
 }
+
+func (e *ddpEngine) scalers() []*amp.GradScaler {
+	var out []*amp.GradScaler
+	for _, r := range e.ranks {
+		if s := r.Scaler(); s != nil {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func (e *ddpEngine) openStreams() []*client.Stream { return e.streams }
 
 func (e *ddpEngine) close() {
 	for _, s := range e.streams {

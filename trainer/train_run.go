@@ -28,7 +28,7 @@ func Train(ctx context.Context, c *client.Client, cfg TrainConfig) (*TrainResult
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	t := &training{cfg: &cfg, c: c, res: &TrainResult{Model: cfg.Model, Mode: cfg.Mode, Device: cfg.Device, Devices: cfg.Devices,
+	t := &training{cfg: &cfg, c: c, res: &TrainResult{Model: cfg.Model, Mode: cfg.Mode, Device: cfg.Device, Devices: cfg.Devices, AMP: cfg.AMP,
 		Checkpoint: cfg.Checkpoint, Epochs: []EpochResult{}}}
 	if cfg.Group != nil {
 		t.res.Devices = cfg.Group.Size() // one per process
@@ -77,6 +77,7 @@ func Train(ctx context.Context, c *client.Client, cfg TrainConfig) (*TrainResult
 		return nil, err
 	}
 	defer closeDevices(devs)
+	t.devs = devs
 	if t.e, err = newEngine(&cfg, devs); err != nil {
 		return nil, err
 	}
@@ -91,6 +92,12 @@ func Train(ctx context.Context, c *client.Client, cfg TrainConfig) (*TrainResult
 			return nil, fmt.Errorf("%s: %w", cfg.Checkpoint, err)
 		}
 		t.pending = ck.Meta.Pending
+		if ss := ck.Meta.Scaler; ss != nil {
+			for _, s := range t.e.scalers() {
+				s.Scale = ss.Scale
+				s.SetTracker(ss.Tracker)
+			}
+		}
 	}
 	t.res.Params = t.e.models()[0].NumParams()
 	t.eval = newEvaluator(t.e.models())
@@ -142,6 +149,7 @@ func checkDatasets(ctx context.Context, c *client.Client, cfg *TrainConfig) (int
 // training is one call of Train.
 type training struct {
 	cfg   *TrainConfig
+	devs  []tensor.Device
 	c     *client.Client
 	e     engine
 	eval  *evaluator
@@ -187,6 +195,9 @@ func (t *training) loop(ctx context.Context) error {
 		r.Images, r.Seconds = t.run.N, time.Since(started).Seconds()
 		r.ImagesPerSec = float64(t.run.N) / max(t.run.Seconds, 1e-9)
 		r.WaitShare = t.run.Wait / max(t.run.Seconds, 1e-9)
+		if s := t.e.scalers(); len(s) > 0 {
+			r.LossScale = s[0].Scale
+		}
 		if t.lineOpen {
 			fmt.Fprintln(cfg.Progress)
 		}
@@ -204,6 +215,9 @@ func (t *training) loop(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	regs, note := registerRegions(t.e.openStreams(), t.devs)
+	defer unregisterRegions(regs) // before Train's deferred close unmaps the regions
+	t.res.HostRegister = note
 	if bpe < 1 {
 		return fmt.Errorf("trainer: dataset %q has fewer samples per rank than a batch of %d: %w",
 			cfg.Dataset, cfg.Batch/cfg.world(), ErrTrainConfig)
@@ -231,6 +245,9 @@ func (t *training) loop(ctx context.Context) error {
 		}
 		if err != nil {
 			return err
+		}
+		if st.Skipped {
+			t.res.SkippedSteps++
 		}
 		if st.pos != t.pos {
 			return fmt.Errorf("trainer: stream gave %v, expected %v", st.pos, t.pos)
@@ -322,6 +339,9 @@ func (t *training) save() error {
 	ck := Checkpoint{Model: model, Optimizer: opt, Meta: CheckpointMeta{Version: 1,
 		Fingerprint: t.cfg.fingerprint(), Position: t.pos, Global: &g, Steps: t.steps, Epoch: t.epoch,
 		Epochs: t.res.Epochs, Pending: t.pending, Saved: time.Now().UTC()}}
+	if s := t.e.scalers(); len(s) > 0 {
+		ck.Meta.Scaler = &ScalerState{Scale: s[0].Scale, Tracker: s[0].Tracker()}
+	}
 	return ck.WriteFile(t.cfg.Checkpoint)
 }
 

@@ -81,7 +81,7 @@ func TestTrainCommand(t *testing.T) {
 	addr := startDaemon(t)
 	ckpt := filepath.Join(t.TempDir(), "mlp.ckpt")
 	args := []string{"train", "--addr", addr, "--dataset", "train", "--eval", "val", "--model", "mlp",
-		"--devices", "2", "--batch", "32", "--epochs", "1", "--checkpoint", ckpt, "--json"}
+		"--devices", "2", "--batch", "32", "--epochs", "1", "--checkpoint", ckpt, "--json", "--amp", "fp16"}
 	for run := range 2 {
 		out, errs, code := runTrainer(t, args...)
 		if code != 0 {
@@ -92,7 +92,8 @@ func TestTrainCommand(t *testing.T) {
 			t.Fatalf("run %d: %v\n%s", run, err, out)
 		}
 		wantImages := []int64{256, 0}[run]
-		if !res.Done || res.Steps != 8 || res.Images != wantImages || len(res.Epochs) != 1 || res.Final() == nil {
+		if !res.Done || res.Steps != 8 || res.Images != wantImages || len(res.Epochs) != 1 || res.Final() == nil ||
+			res.AMP != "fp16" {
 			t.Errorf("run %d: %s", run, out)
 		}
 		if run == 0 && !strings.Contains(errs, "epoch 1/1: train loss") {
@@ -102,11 +103,11 @@ func TestTrainCommand(t *testing.T) {
 }
 
 func TestTrainCommandRejectsFlags(t *testing.T) {
-	_, errs, code := runTrainer(t, "train", "--model", "vgg", "--mode", "zero", "--transport", "tcp", "--lr", "-1")
+	_, errs, code := runTrainer(t, "train", "--model", "vgg", "--mode", "zero", "--transport", "tcp", "--lr", "-1", "--amp", "fp8")
 	if code != 1 {
 		t.Errorf("exit %d, want 1", code)
 	}
-	for _, w := range []string{`--transport "tcp"`, `model "vgg"`, `mode "zero"`, "lr -1"} {
+	for _, w := range []string{`--transport "tcp"`, `model "vgg"`, `mode "zero"`, "lr -1", `amp: unknown mode "fp8"`} {
 		if !strings.Contains(errs, w) {
 			t.Errorf("stderr lacks %q:\n%s", w, errs)
 		}

@@ -105,6 +105,7 @@ func trainMain(ctx context.Context, args []string) error {
 	fs.IntVar(&c.Goroutines, "goroutines", 0, "goroutines per device (default GOMAXPROCS / devices)")
 	fs.StringVar(&c.Mode, "mode", "", "dp (DataParallel, one stream) or ddp (a stream and rank per device) (default dp)")
 	fs.BoolVar(&c.SyncBN, "sync-bn", false, "BatchNorm statistics over the global batch")
+	fs.StringVar(&c.AMP, "amp", "", "mixed precision: off, bf16, or fp16 (f32 master weights; fp16 with dynamic loss scaling) (default off)")
 	fs.Func("batch", "global batch size, or auto: the largest that fits (doubling, then bisecting; under --device-memory on CPU devices); each ddp rank takes batch/devices (default 128)", batchFlag(&c.TrainConfig))
 	fs.Func("device-memory", "bytes each device may allocate, e.g. 2GiB (needed by --batch auto on CPU devices)", func(v string) error {
 		n, err := bytesize.Parse(v)
@@ -204,6 +205,12 @@ func summary(r *trainer.TrainResult) string {
 		r.Devices, r.Device, r.Batch, r.Steps, r.TotalSteps)
 	if r.Start.Epoch > 0 || r.Start.Batch > 0 {
 		s += fmt.Sprintf(" (resumed at %v)", r.Start)
+	}
+	if r.AMP != "" && r.AMP != "off" {
+		s += fmt.Sprintf(", amp %s", r.AMP)
+		if r.LossScale > 0 {
+			s += fmt.Sprintf(" (loss scale %g, %d steps skipped on overflow)", r.LossScale, r.SkippedSteps)
+		}
 	}
 	s += fmt.Sprintf(", %d images in %v: %.0f images/s, waiting for data %.1f%% of step time",
 		r.Images, time.Duration(r.Seconds*float64(time.Second)).Round(time.Second), r.ImagesPerSec, 100*r.WaitShare)

@@ -58,12 +58,19 @@ func NewGradScaler() *GradScaler {
 // Tracker returns the clean steps counted towards the next growth.
 func (s *GradScaler) Tracker() int { return s.tracker }
 
+// SetTracker restores the count Tracker returned (from a checkpoint).
+func (s *GradScaler) SetTracker(n int) { s.tracker = n }
+
+// InvScale is the unscaling factor: 1/Scale computed in float64 and
+// rounded to float32, as PyTorch computes it.
+func (s *GradScaler) InvScale() float32 { return float32(1 / float64(s.Scale)) }
+
 // Unscale multiplies grads by 1/Scale in place (the reciprocal computed in
 // float64 and rounded to float32, as PyTorch does) and reports whether any
 // gradient is Inf or NaN, in which case the caller skips the optimizer
 // step. Call Update after every step, skipped or not.
 func (s *GradScaler) Unscale(grads []float32) (foundInf bool) {
-	inv := float32(1 / float64(s.Scale))
+	inv := s.InvScale()
 	for i, g := range grads {
 		g *= inv
 		grads[i] = g

@@ -352,3 +352,32 @@ func TestEmulatedCUBLASGemm(t *testing.T) {
 func TestEmulatedBadLabel(t *testing.T) { badLabel(t, openEmu(t, false)) }
 
 func TestEmulatedLifecycle(t *testing.T) { lifecycle(t, openEmu(t, false)) }
+
+// RegisterHostReadOnly asks the driver for a portable, read-only
+// registration of exactly the memory given, and UnregisterHost undoes it.
+func TestEmulatedRegisterHostReadOnly(t *testing.T) {
+	d := openEmu(t, false)
+	var gotFlags uint32
+	var gotPtr, unreg unsafe.Pointer
+	var gotLen uint64
+	d.cu.MemHostRegister = func(p unsafe.Pointer, n uint64, flags uint32) driver.Result {
+		gotPtr, gotLen, gotFlags = p, n, flags
+		return driver.Success
+	}
+	d.cu.MemHostUnregister = func(p unsafe.Pointer) driver.Result { unreg = p; return driver.Success }
+	mem := make([]byte, 3<<12)
+	if err := d.RegisterHostReadOnly(mem); err != nil {
+		t.Fatal(err)
+	}
+	want := uint32(driver.MemHostRegisterPortable | driver.MemHostRegisterReadOnly)
+	if gotPtr != unsafe.Pointer(&mem[0]) || gotLen != uint64(len(mem)) || gotFlags != want {
+		t.Fatalf("cuMemHostRegister(%p, %d, %#x), want (%p, %d, %#x)", gotPtr, gotLen, gotFlags, &mem[0], len(mem), want)
+	}
+	if err := d.UnregisterHost(mem); err != nil || unreg != unsafe.Pointer(&mem[0]) {
+		t.Fatalf("UnregisterHost: %v, unregistered %p", err, unreg)
+	}
+	d.cu.MemHostRegister = func(unsafe.Pointer, uint64, uint32) driver.Result { return driver.Result(801) } // NOT_SUPPORTED
+	if err := d.RegisterHostReadOnly(mem); err == nil {
+		t.Fatal("a refused registration returned no error")
+	}
+}

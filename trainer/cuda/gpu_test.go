@@ -44,6 +44,9 @@ func ties(n int) spec          { return spec{n: n, kind: 'q'} } // values in {�
 func lab(n, c int) spec        { return spec{n: n, kind: 'l', c: c} }
 func konst(v float32) spec     { return spec{n: 1, kind: 'k', v: v} }
 func idx(n int) spec           { return spec{n: n, kind: 'i'} } // I32 zeros
+// halves are values at every exponent (with half-way mantissas, fp16's
+// overflow and subnormal edges); with v ≠ 0 the last element is v (Inf, NaN).
+func halves(n int, v float32) spec { return spec{n: n, kind: 'h', v: v} }
 
 type gpuCase struct {
 	name string
@@ -150,6 +153,15 @@ func cases() []gpuCase {
 			d.SGD(b[0], b[1], tensor.Buffer{}, tensor.SGDArgs{LR: 0.1, WeightDecay: 1e-4})
 		}, 0},
 		{"copy", []spec{r(1001), r(1001)}, func(d tensor.Device, b []tensor.Buffer) { d.Copy(b[1], b[0]) }, 0},
+		{"round bf16", []spec{halves(3001, 0)}, func(d tensor.Device, b []tensor.Buffer) { d.Round(b[0], tensor.BF16) }, 0},
+		{"round fp16", []spec{halves(3001, 0)}, func(d tensor.Device, b []tensor.Buffer) { d.Round(b[0], tensor.FP16) }, 0},
+		{"round nan", []spec{halves(64, float32(math.NaN()))}, func(d tensor.Device, b []tensor.Buffer) {
+			d.Round(b[0], tensor.FP16)
+			d.Round(b[0], tensor.BF16)
+		}, 0},
+		{"nonfinite clean", []spec{konst(5), halves(3001, 0)}, func(d tensor.Device, b []tensor.Buffer) { d.NonFinite(b[0], b[1]) }, 0},
+		{"nonfinite inf", []spec{konst(5), halves(3001, float32(math.Inf(-1)))}, func(d tensor.Device, b []tensor.Buffer) { d.NonFinite(b[0], b[1]) }, 0},
+		{"nonfinite nan", []spec{konst(5), halves(300001, float32(math.NaN()))}, func(d tensor.Device, b []tensor.Buffer) { d.NonFinite(b[0], b[1]) }, 0},
 		gemm(tensor.NoTrans, tensor.NoTrans, 37, 29, 300, 0, 1, 0),
 		gemm(tensor.Trans, tensor.NoTrans, 37, 29, 45, 3, 0.5, 1),
 		gemm(tensor.NoTrans, tensor.Trans, 64, 10, 128, 1, 1, 0.25),
@@ -185,7 +197,12 @@ func fill(rng *rand.Rand, s spec) ([]float32, []int32) {
 			v[i] = float32(rng.IntN(3) - 1)
 		case 'k':
 			v[i] = s.v
+		case 'h':
+			v[i] = halfValue(rng)
 		}
+	}
+	if s.kind == 'h' && s.v != 0 {
+		v[len(v)-1] = s.v
 	}
 	return v, nil
 }
@@ -239,10 +256,31 @@ func runOn(t *testing.T, d tensor.Device, tc gpuCase, seed uint64) [][]float32 {
 	return out
 }
 
-// relErr is the norm-wise relative error max|got−want| / max|want|.
+// halfValue draws a float32 whose exponent spans fp16's subnormals to
+// beyond its range, with a mantissa that is often a rounding tie.
+func halfValue(rng *rand.Rand) float32 {
+	exp := uint32(100 + rng.IntN(48)) // 2⁻²⁷ … 2²⁰
+	man := rng.Uint32() & 0x7fffff
+	switch rng.IntN(4) {
+	case 0:
+		man = man&^0x1fff | 0x1000 // fp16 tie
+	case 1:
+		man = man&^0xffff | 0x8000 // bf16 tie
+	}
+	return math.Float32frombits(rng.Uint32()&0x80000000 | exp<<23 | man)
+}
+
+// relErr is the norm-wise relative error max|got−want| / max|want|;
+// bit-identical elements (Inf and NaN included) count as no error.
 func relErr(got, want []float32) float64 {
 	var num, den float64
 	for i := range want {
+		if math.Float32bits(got[i]) == math.Float32bits(want[i]) {
+			if w := math.Abs(float64(want[i])); !math.IsNaN(w) && !math.IsInf(w, 0) {
+				den = max(den, w)
+			}
+			continue
+		}
 		num = max(num, math.Abs(float64(got[i])-float64(want[i])))
 		den = max(den, math.Abs(float64(want[i])))
 	}

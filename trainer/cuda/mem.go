@@ -190,7 +190,23 @@ func (d *Device) RegisterHost(mem []byte) error {
 	return d.cu.Check("cuMemHostRegister", d.cu.MemHostRegister(unsafe.Pointer(&mem[0]), uint64(len(mem)), driver.MemHostRegisterPortable))
 }
 
-// UnregisterHost undoes RegisterHost.
+// RegisterHostReadOnly page-locks read-only host memory, such as the
+// client's read-only mapping of loaderd's shared region, with
+// CU_MEMHOSTREGISTER_READ_ONLY (drivers of CUDA 11.1 and later; older ones
+// cannot register a read-only mapping, and this returns their error).
+// The registration is portable: every context on the machine copies
+// from it by DMA. Unregister with UnregisterHost before unmapping it.
+func (d *Device) RegisterHostReadOnly(mem []byte) error {
+	if len(mem) == 0 || d.dead {
+		return argError("register_host", "empty memory or closed device")
+	}
+	d.enter()
+	defer d.leave()
+	return d.cu.Check("cuMemHostRegister(READ_ONLY)", d.cu.MemHostRegister(unsafe.Pointer(&mem[0]), uint64(len(mem)),
+		driver.MemHostRegisterPortable|driver.MemHostRegisterReadOnly))
+}
+
+// UnregisterHost undoes RegisterHost or RegisterHostReadOnly.
 func (d *Device) UnregisterHost(mem []byte) error {
 	if len(mem) == 0 || d.dead {
 		return argError("unregister_host", "empty memory or closed device")

@@ -91,6 +91,7 @@ func (b *BatchNorm2d) Forward(c *Ctx, x Tensor) (Tensor, error) {
 	if !c.Train {
 		d.BNInvStd(inv, b.rvar.W, b.Eps)
 		d.BNForward(y.Buf, x.Buf, b.rmean.W, inv, b.gamma.W, b.beta.W, x.N, C, hw)
+		c.half(y.Buf)
 		b.x, b.trained = x, false
 		return y, d.Err()
 	}
@@ -109,6 +110,7 @@ func (b *BatchNorm2d) Forward(c *Ctx, x Tensor) (Tensor, error) {
 	d.BNInvStd(inv, vr, b.Eps)
 	d.BNRunning(b.rmean.W, b.rvar.W, mean, vr, cnt, b.Momentum)
 	d.BNForward(y.Buf, x.Buf, mean, inv, b.gamma.W, b.beta.W, x.N, C, hw)
+	c.half(y.Buf)
 	b.x, b.trained = x, true
 	return y, d.Err()
 }
@@ -157,5 +159,6 @@ func (b *BatchNorm2d) Backward(c *Ctx, dy Tensor, needDx bool) (Tensor, error) {
 		return Tensor{}, err
 	}
 	d.BNBackward(dx.Buf, dy.Buf, b.x.Buf, mean, inv, b.gamma.W, sdy, sdyx, st.Slice(C, 1), dy.N, C, hw)
+	c.half(dx.Buf)
 	return dx, d.Err()
 }

@@ -87,6 +87,7 @@ func (l *Conv2d) Forward(c *Ctx, x Tensor) (Tensor, error) {
 	if l.hasBias {
 		d.AddBias(y.Buf, l.b.W, x.N, l.Cout, P)
 	}
+	c.half(y.Buf)
 	l.x = x
 	return y, d.Err()
 }
@@ -132,5 +133,6 @@ func (l *Conv2d) Backward(c *Ctx, dy Tensor, needDx bool) (Tensor, error) {
 	if l.hasBias {
 		d.ChannelSum(l.b.G, dy.Buf, n, l.Cout, P)
 	}
+	c.half(dx.Buf)
 	return dx, d.Err()
 }

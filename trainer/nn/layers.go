@@ -88,6 +88,7 @@ func (g *GlobalAvgPool) Forward(c *Ctx, x Tensor) (Tensor, error) {
 	}
 	hw := g.in.H * g.in.W
 	c.Dev.RowSum(y.Buf, x.Buf, x.N*g.in.C, hw, 1/float32(hw))
+	c.half(y.Buf)
 	g.n = x.N
 	return y, c.Dev.Err()
 }
@@ -105,6 +106,7 @@ func (g *GlobalAvgPool) Backward(c *Ctx, dy Tensor, needDx bool) (Tensor, error)
 	}
 	hw := g.in.H * g.in.W
 	c.Dev.RowBroadcast(dx.Buf, dy.Buf, dy.N*g.in.C, hw, 1/float32(hw))
+	c.half(dx.Buf)
 	return dx, c.Dev.Err()
 }
 

@@ -50,6 +50,7 @@ func (l *Linear) Forward(c *Ctx, x Tensor) (Tensor, error) {
 	if l.hasBias {
 		c.Dev.AddBias(y.Buf, l.b.W, x.N, l.Out, 1)
 	}
+	c.half(y.Buf)
 	l.x = x
 	return y, c.Dev.Err()
 }
@@ -71,5 +72,6 @@ func (l *Linear) Backward(c *Ctx, dy Tensor, needDx bool) (Tensor, error) {
 		return Tensor{}, err
 	}
 	c.Dev.Gemm(tensor.NoTrans, tensor.NoTrans, n, l.In, l.Out, 1, dy.Buf, l.Out, l.w.W, l.In, 0, dx.Buf, l.In)
+	c.half(dx.Buf)
 	return dx, c.Dev.Err()
 }

@@ -65,5 +65,6 @@ func (l *SoftmaxCrossEntropy) Backward(c *Ctx, scale float32) (Tensor, error) {
 		return Tensor{}, err
 	}
 	c.Dev.SoftmaxCEBackward(dl.Buf, l.prob.b.Slice(0, l.n*l.c), l.labels, l.n, l.c, l.Smoothing, scale)
+	c.half(dl.Buf) // the (scaled) loss gradient enters the half-precision graph
 	return dl, c.Dev.Err()
 }

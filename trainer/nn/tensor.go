@@ -29,7 +29,20 @@ func (t Tensor) Len() int { return t.N * t.Size() }
 type Ctx struct {
 	Dev   tensor.Device
 	Train bool
-	ws    scratch
+	// Precision, when not F32Exact, rounds the outputs and input gradients
+	// of the layers a GPU's autocast runs in half precision (linear,
+	// convolution, batch norm, pooling means) and the loss gradient, as
+	// their half-precision tensors would hold them; the arithmetic stays
+	// f32 (the accumulation a tensor core does).
+	Precision tensor.Precision
+	ws        scratch
+}
+
+// half rounds b to the context's precision, if any.
+func (c *Ctx) half(b tensor.Buffer) {
+	if c.Precision != tensor.F32Exact && b.Valid() {
+		c.Dev.Round(b, c.Precision)
+	}
 }
 
 // Workspace returns n floats of scratch, valid until the next call.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/loaderd/loaderd/trainer/amp"
 	"github.com/loaderd/loaderd/trainer/nn"
 	"github.com/loaderd/loaderd/trainer/optim"
 	"github.com/loaderd/loaderd/trainer/tensor"
@@ -16,10 +17,12 @@ import (
 // there and broadcasts the weights (and, without SyncBN, the running
 // statistics) back, so the replicas stay identical.
 type DataParallel struct {
-	reps []*replica
-	opt  *optim.SGD
-	cfg  Config
-	errs []error
+	reps    []*replica
+	opt     *optim.SGD
+	scaler  *amp.GradScaler // fp16 only
+	skipped bool            // the last step's gradients overflowed
+	cfg     Config
+	errs    []error
 }
 
 // NewDataParallel builds a replica of the model on every device.
@@ -28,7 +31,7 @@ func NewDataParallel(devs []tensor.Device, build Builder, cfg Config) (*DataPara
 	if err != nil {
 		return nil, err
 	}
-	p := &DataParallel{cfg: cfg, errs: make([]error, len(devs))}
+	p := &DataParallel{cfg: cfg, errs: make([]error, len(devs)), scaler: newScaler(cfg)}
 	for i, d := range devs {
 		r, err := newReplica(d, build, comms[i], cfg)
 		if err != nil {
@@ -50,6 +53,10 @@ func (p *DataParallel) Model(i int) *nn.Model { return p.reps[i].m }
 
 // Optimizer returns the optimizer on device 0 (e.g. to cycle momentum).
 func (p *DataParallel) Optimizer() *optim.SGD { return p.opt }
+
+// Scaler returns the loss scaler under fp16 (to checkpoint or restore its
+// state), else nil.
+func (p *DataParallel) Scaler() *amp.GradScaler { return p.scaler }
 
 // Broadcast copies replica 0's weights and running statistics to all
 // replicas: call it after loading a checkpoint into Model(0) (and the
@@ -94,17 +101,19 @@ func (p *DataParallel) run(x []float32, labels []int32, lr float64, train bool) 
 		return Stats{}, err
 	}
 	n := len(labels)
+	scale := lossScale(p.scaler) / float32(n)
+	p.skipped = false
 	var wg sync.WaitGroup
 	for i := range p.reps {
 		lo, hi := n*i/k, n*(i+1)/k
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			p.errs[i] = p.replicaStep(i, x[lo*sz:hi*sz], labels[lo:hi], 1/float32(n), lr, train)
+			p.errs[i] = p.replicaStep(i, x[lo*sz:hi*sz], labels[lo:hi], scale, lr, train)
 		}()
 	}
 	wg.Wait()
-	st := Stats{N: n}
+	st := Stats{N: n, Skipped: p.skipped}
 	for i, r := range p.reps {
 		if p.errs[i] != nil {
 			return Stats{}, fmt.Errorf("parallel: replica %d: %w", i, p.errs[i])
@@ -134,7 +143,7 @@ func (p *DataParallel) reduceStepBroadcast(i int, lr float64) error {
 		return err
 	}
 	if i == 0 {
-		if err := p.opt.Step(lr); err != nil {
+		if err := p.step(r, lr); err != nil {
 			return err
 		}
 	}
@@ -145,4 +154,22 @@ func (p *DataParallel) reduceStepBroadcast(i int, lr float64) error {
 		return r.comm.Broadcast(r.m.StateBuf(), 0)
 	}
 	return nil
+}
+
+// step unscales and checks the summed gradients under fp16, then steps
+// the optimizer unless they overflowed, and moves the scale.
+func (p *DataParallel) step(r *replica, lr float64) error {
+	if p.scaler == nil {
+		return p.opt.Step(lr)
+	}
+	found, err := r.amp.unscale(r.m.Device(), r.m.Grads(), p.scaler)
+	if err != nil {
+		return err
+	}
+	if !found {
+		err = p.opt.Step(lr)
+	}
+	p.scaler.Update(found)
+	p.skipped = found
+	return err
 }

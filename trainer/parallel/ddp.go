@@ -3,6 +3,7 @@ package parallel
 import (
 	"fmt"
 
+	"github.com/loaderd/loaderd/trainer/amp"
 	"github.com/loaderd/loaderd/trainer/nn"
 	"github.com/loaderd/loaderd/trainer/optim"
 	"github.com/loaderd/loaderd/trainer/tensor"
@@ -18,6 +19,7 @@ type Rank struct {
 	opt    *optim.SGD
 	cfg    Config
 	synced bool
+	scaler *amp.GradScaler // fp16 only
 	stats  tensor.Buffer
 	hostSt [3]float32
 }
@@ -36,7 +38,7 @@ func NewRank(dev tensor.Device, build Builder, comm Collective, cfg Config) (*Ra
 	if err != nil {
 		return nil, fmt.Errorf("parallel: %w", err)
 	}
-	return &Rank{rep: rep, opt: opt, cfg: cfg, stats: st}, nil
+	return &Rank{rep: rep, opt: opt, cfg: cfg, stats: st, scaler: newScaler(cfg)}, nil
 }
 
 // NewDDP returns one Rank per device over a host-memory group.
@@ -54,9 +56,13 @@ func NewDDP(devs []tensor.Device, build Builder, cfg Config) ([]*Rank, error) {
 	return ranks, nil
 }
 
-func (r *Rank) Model() *nn.Model       { return r.rep.m }
-func (r *Rank) Optimizer() *optim.SGD  { return r.opt }
-func (r *Rank) Collective() Collective { return r.rep.comm }
+func (r *Rank) Model() *nn.Model      { return r.rep.m }
+func (r *Rank) Optimizer() *optim.SGD { return r.opt }
+
+// Scaler returns the rank's loss scaler under fp16, else nil. Every rank
+// sees the same all-reduced gradients, so the scalers stay equal.
+func (r *Rank) Scaler() *amp.GradScaler { return r.scaler }
+func (r *Rank) Collective() Collective  { return r.rep.comm }
 
 // Step trains on this rank's slice of the global batch and returns
 // statistics over the global batch (all ranks see the same).
@@ -86,14 +92,24 @@ func (r *Rank) step(x []float32, labels []int32, lr float64) (Stats, error) {
 		}
 	}
 	n := len(labels)
-	if err := r.rep.forwardBackward(x, labels, 1/float32(n), true); err != nil {
+	if err := r.rep.forwardBackward(x, labels, lossScale(r.scaler)/float32(n), true); err != nil {
 		return Stats{}, err
 	}
 	if err := c.AllReduce(m.Grads(), Avg); err != nil {
 		return Stats{}, err
 	}
-	if err := r.opt.Step(lr); err != nil {
-		return Stats{}, err
+	skipped := false
+	if r.scaler != nil {
+		var err error
+		if skipped, err = r.rep.amp.unscale(m.Device(), m.Grads(), r.scaler); err != nil {
+			return Stats{}, err
+		}
+		r.scaler.Update(skipped)
+	}
+	if !skipped {
+		if err := r.opt.Step(lr); err != nil {
+			return Stats{}, err
+		}
 	}
 	r.hostSt = [3]float32{r.rep.stats[0] * float32(n), r.rep.stats[1], float32(n)}
 	if err := m.Device().CopyIn(r.stats, r.hostSt[:]); err != nil {
@@ -106,5 +122,5 @@ func (r *Rank) step(x []float32, labels []int32, lr float64) (Stats, error) {
 		return Stats{}, err
 	}
 	g := r.hostSt
-	return Stats{Loss: float64(g[0]) / float64(g[2]), Correct: int(g[1]), N: int(g[2])}, nil
+	return Stats{Loss: float64(g[0]) / float64(g[2]), Correct: int(g[1]), N: int(g[2]), Skipped: skipped}, nil
 }

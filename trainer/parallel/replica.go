@@ -19,6 +19,17 @@ type Config struct {
 	SGD       optim.SGDConfig
 	Smoothing float32 // label smoothing of the cross-entropy
 	SyncBN    bool    // BatchNorm over the global batch (see package doc)
+
+	// Precision, when not F32Exact, trains in mixed precision: f32 master
+	// weights, forward and backward on their rounded copy with rounded
+	// activations (nn.Ctx.Precision). FP16 adds dynamic loss scaling
+	// (amp.GradScaler): steps whose gradients overflow are skipped.
+	// Evaluation stays f32 on the master weights.
+	Precision tensor.Precision
+	// InitScale and GrowthInterval override the GradScaler's defaults
+	// (2¹⁶ and 2000) when positive.
+	InitScale      float32
+	GrowthInterval int
 }
 
 // Stats summarises one step over the global batch.
@@ -26,6 +37,7 @@ type Stats struct {
 	Loss    float64 // mean cross-entropy
 	Correct int     // arg-max hits
 	N       int
+	Skipped bool // fp16: the gradients overflowed, the optimizer did not step
 }
 
 // replica is one device's model, loss and collective handle.
@@ -34,6 +46,7 @@ type replica struct {
 	loss  *nn.SoftmaxCrossEntropy
 	comm  Collective
 	stats [2]float32
+	amp   *mixed // nil in f32
 }
 
 func newReplica(dev tensor.Device, build Builder, comm Collective, cfg Config) (*replica, error) {
@@ -48,7 +61,11 @@ func newReplica(dev tensor.Device, build Builder, comm Collective, cfg Config) (
 	if cfg.SyncBN {
 		EnableSyncBN(m, comm)
 	}
-	return &replica{m: m, loss: nn.NewSoftmaxCrossEntropy(cfg.Smoothing), comm: comm}, nil
+	mx, err := newMixed(dev, m.Weights().Len(), cfg.Precision)
+	if err != nil {
+		return nil, err
+	}
+	return &replica{m: m, loss: nn.NewSoftmaxCrossEntropy(cfg.Smoothing), comm: comm, amp: mx}, nil
 }
 
 // EnableSyncBN makes every BatchNorm2d of m use global-batch statistics
@@ -85,6 +102,14 @@ func (r *replica) forwardBackward(x []float32, labels []int32, gradScale float32
 		return fmt.Errorf("parallel: upload labels: %w", err)
 	}
 	r.m.SetTrain(train)
+	if train && r.amp != nil {
+		ctx := r.m.Ctx()
+		ctx.Precision = r.amp.prec
+		defer func() { ctx.Precision = tensor.F32Exact }()
+		dev.Round(xt.Buf, r.amp.prec)
+		r.amp.enter(dev, r.m.Weights())
+		defer r.amp.leave(dev, r.m.Weights(), r.m.Grads())
+	}
 	y, err := r.m.Forward(xt)
 	if err != nil {
 		return err

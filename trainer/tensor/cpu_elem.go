@@ -34,6 +34,7 @@ const (
 	opChanSum
 	opChanSq
 	opBNSums
+	opRound
 )
 
 // elemGrain is the smallest slice worth handing to another goroutine.
@@ -89,6 +90,8 @@ func (d *CPU) elemRange(_, lo, hi int) {
 			m := uint32(-yb >> 31) // all ones when yb > 0
 			dx[i] = math.Float32frombits(math.Float32bits(dy[i]) & m)
 		}
+	case opRound:
+		roundRange(a.x[lo:hi], Precision(a.c))
 	case opInvStd:
 		v, z := a.x[lo:hi], a.z[lo:hi]
 		for i := range z {

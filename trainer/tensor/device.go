@@ -94,6 +94,13 @@ type Device interface {
 	CountCorrect(dst, logits, labels Buffer, n, c int)
 	// SGD applies one PyTorch torch.optim.SGD update to p using g and buf.
 	SGD(p, g, buf Buffer, a SGDArgs)
+
+	// Round rounds x in place to precision p and back (ties to even), as
+	// a half-precision copy would hold it: mixed-precision emulation.
+	Round(x Buffer, p Precision)
+	// NonFinite sets dst[0] = 1 when any element of x is ±Inf or NaN, else
+	// 0 (a loss scaler's check of the gradients before a step).
+	NonFinite(dst, x Buffer)
 }
 
 // SGDArgs are the hyper-parameters of one SGD update, with PyTorch meaning.

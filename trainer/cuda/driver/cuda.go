@@ -94,6 +94,7 @@ type CUDA struct {
 const (
 	StreamNonBlocking       = 0x1 // does not synchronise with the legacy default stream
 	MemHostRegisterPortable = 0x1
+	MemHostRegisterReadOnly = 0x8 // CUDA 11.1+: memory the process may only read
 )
 
 // CUDANames are the file names LoadCUDA tries.

@@ -19,6 +19,7 @@ var want = map[string][]string{
 		"bn_invstd_f32", "bn_running_f32", "div_scalar_f32", "fill_f32", "relu_backward_f32",
 		"relu_f32", "row_broadcast_f32", "scale_f32", "sgd_f32", "transpose12_f32"},
 	"gemm.cu":   {"gemm_f32", "scale_matrix_f32"},
+	"half.cu":   {"nonfinite_f32", "round_f32"},
 	"loss.cu":   {"softmax_ce_backward_f32", "softmax_ce_f32"},
 	"reduce.cu": {"bn_grad_sums_f32", "channel_sqdev_f32", "channel_sum_f32", "count_correct_f32", "row_sum_f32"},
 }
