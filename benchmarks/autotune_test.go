@@ -27,7 +27,7 @@ import (
 // slower: one worker keeps up, and the other core belongs to the trainer.
 const (
 	trainerCPU = 2 * time.Millisecond
-	fastPace   = 6 * time.Millisecond  // 42,700 images/s of batch 256: over one worker's JPEG decode
+	fastPace   = 4 * time.Millisecond  // 64,000 images/s of batch 256: over one worker's JPEG decode (~50k/s)
 	slowPace   = 16 * time.Millisecond // 16,000 images/s: one worker has room to spare
 )
 
@@ -66,6 +66,7 @@ type phaseResult struct {
 	elapsed, wait     time.Duration
 	settled           time.Duration // from the phase's start to the active count's last change in it
 	waitAfter, wallAt time.Duration // wait and wall time after settling
+	stepsAfter        int           // steps after settling
 	workerTime        time.Duration // integral of the active count
 }
 
@@ -185,6 +186,7 @@ func benchAutotune(b *testing.B, workers int) {
 			r.wait += st.wait
 			if !st.at.Before(last) {
 				r.waitAfter += st.wait
+				r.stepsAfter++
 			}
 		}
 		r.wallAt = end.Sub(last)
@@ -202,6 +204,7 @@ func benchAutotune(b *testing.B, workers int) {
 		if workers == 0 {
 			b.ReportMetric(r.settled.Seconds(), name+"settle-s")
 			b.ReportMetric(float64(r.waitAfter)/float64(r.wallAt)*100, name+"%wait-settled")
+			b.ReportMetric(float64(r.stepsAfter*batchSize)/r.wallAt.Seconds(), name+"images/s-settled")
 		}
 	}
 }

@@ -44,7 +44,7 @@ type tuneConfig struct {
 	Min, Max   int
 	Target     float64 // wait share that grows; a quarter of it counts as calm
 	Saturated  float64 // busy share of the active workers that counts as saturated
-	ShrinkUtil float64 // shrink only if the remaining workers would be at most this busy
+	ShrinkUtil float64 // shrink only if the remaining workers would be at most this busy (over 1: busy is wall time, preemption included)
 	Calm       int     // calm ticks before a shrink
 	MaxCalm    int     // bound on the doubled calm requirement
 	Quiet      int     // ticks without a change after which the requirement halves
@@ -54,7 +54,7 @@ type tuneConfig struct {
 
 func defaultTuneConfig(maxWorkers int) tuneConfig {
 	return tuneConfig{Min: 1, Max: max(maxWorkers, 1), Target: autoWaitTarget,
-		Saturated: 0.75, ShrinkUtil: 0.6, Calm: 4, MaxCalm: 32, Quiet: 40, GrowGain: 0.05, GrowHold: 8}
+		Saturated: 0.75, ShrinkUtil: 1.2, Calm: 4, MaxCalm: 32, Quiet: 40, GrowGain: 0.05, GrowHold: 8}
 }
 
 // tuneInput is one tick's measurements.

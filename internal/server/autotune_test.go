@@ -33,7 +33,8 @@ func ticks(parts ...[]tick) []tick {
 // TestTunerDecisions drives the controller tick by tick. With the default
 // config: grow above 2% wait when the active workers are at least 75%
 // busy; calm is at most 0.5% wait; shrink after 4 calm ticks if the rest
-// would be at most 60% busy; one settling tick after each change.
+// would be at most 120% busy (busy is wall time, inflated by preemption);
+// one settling tick after each change.
 func TestTunerDecisions(t *testing.T) {
 	cases := []struct {
 		name  string
@@ -51,7 +52,8 @@ func TestTunerDecisions(t *testing.T) {
 		{"and go on shrinking to the least", 4, 3, ticks(repeat(3, tick{0, 0.2, 3}), []tick{{0, 0.2, 2}},
 			repeat(4, tick{0, 0.2, 2}), []tick{{0, 0.2, 1}}, repeat(10, tick{0, 0.2, 1}))},
 		{"bound: an idle daemon keeps one worker", 4, 1, repeat(10, tick{0, 0, 1})},
-		{"no shrink when the rest would be over 60% busy", 4, 2, repeat(10, tick{0, 0.9, 2})},
+		{"no shrink when the rest would be over 120% busy", 4, 2, repeat(10, tick{0, 1.3, 2})},
+		{"shrink when the rest would be 90% busy", 4, 2, ticks(repeat(3, tick{0, 0.9, 2}), []tick{{0, 0.9, 1}})},
 		{"dead band: some wait, neither grow nor shrink", 4, 3, repeat(10, tick{0.01, 0.5, 3})},
 		{"a tick in the dead band restarts the calm count", 4, 3, ticks(repeat(3, tick{0, 0.5, 3}), []tick{{0.01, 0.5, 3}},
 			repeat(3, tick{0, 0.5, 3}), []tick{{0, 0.5, 2}})},
