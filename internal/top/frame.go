@@ -56,15 +56,14 @@ type StreamRow struct {
 
 // DatasetRow is one dataset.
 type DatasetRow struct {
-	Name               string
-	ImagesPerSec       float64
-	MeanWait           float64 // mean client wait per batch over the interval, seconds
-	Errors             float64 // sample errors over the interval
-	HitRate            float64 // decoded-cache hits / lookups over the interval
-	CacheBytes         float64
-	CacheEntries       float64
-	Evictions          float64 // over the interval
-	cacheHit, cacheAll float64
+	Name         string
+	ImagesPerSec float64
+	MeanWait     float64 // mean client wait per batch over the interval, seconds
+	Errors       float64 // sample errors over the interval
+	HitRate      float64 // decoded-cache hits / lookups over the interval
+	CacheBytes   float64
+	CacheEntries float64
+	Evictions    float64 // over the interval
 }
 
 // NewFrame computes a frame from two scrapes, prev before cur.
