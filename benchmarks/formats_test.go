@@ -5,12 +5,11 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/loaderd/loaderd/augment"
 	"github.com/loaderd/loaderd/internal/convert"
+	"github.com/loaderd/loaderd/internal/cputime"
 )
 
 // cifarJPEGTar is the real CIFAR-10 training split as 50,000 JPEGs.
@@ -43,11 +42,9 @@ func arrowData(b *testing.B) string {
 // benchmark got, while cpu-µs/image says what 2 idle cores would give
 // (2e6 / cpu-µs/image images/s).
 func withCPU(b *testing.B, run func(*testing.B)) {
-	var r0, r1 syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &r0)
+	cpu0 := cputime.Process()
 	run(b)
-	syscall.Getrusage(syscall.RUSAGE_SELF, &r1)
-	cpu := time.Duration(r1.Utime.Nano() - r0.Utime.Nano() + r1.Stime.Nano() - r0.Stime.Nano())
+	cpu := cputime.Process() - cpu0
 	if b.N > 0 && !b.Skipped() {
 		b.ReportMetric(float64(cpu.Microseconds())/float64(b.N*batchSize), "cpu-µs/image")
 	}

@@ -13,7 +13,6 @@ import (
 	"path/filepath"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -22,6 +21,7 @@ import (
 
 	"github.com/loaderd/loaderd/augment"
 	"github.com/loaderd/loaderd/internal/convert"
+	"github.com/loaderd/loaderd/internal/cputime"
 	"github.com/loaderd/loaderd/loader"
 	"github.com/loaderd/loaderd/loader/objstore"
 	"github.com/loaderd/loaderd/loader/objstore/s3test"
@@ -130,16 +130,14 @@ func benchEpoch(b *testing.B, spec string, before func()) {
 			before()
 		}
 		b.StartTimer()
-		var r0, r1 syscall.Rusage
-		syscall.Getrusage(syscall.RUSAGE_SELF, &r0)
+		cpu0 := cputime.Process()
 		start := time.Now()
 		n, f := runEpochFirst(b, spec)
 		images += n
 		first += f
 		took += time.Since(start)
-		syscall.Getrusage(syscall.RUSAGE_SELF, &r1)
 		// The server's CPU is not counted: versitygw is another process.
-		cpu += time.Duration(r1.Utime.Nano() - r0.Utime.Nano() + r1.Stime.Nano() - r0.Stime.Nano())
+		cpu += cputime.Process() - cpu0
 	}
 	b.ReportMetric(float64(images)/took.Seconds(), "images/s")
 	b.ReportMetric(float64(cpu.Microseconds())/float64(images), "cpu-µs/image")

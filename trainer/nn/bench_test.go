@@ -2,19 +2,10 @@ package nn
 
 import (
 	"math/rand/v2"
-	"syscall"
 	"testing"
-	"time"
-)
 
-// cpuTime returns the process's user+system CPU time.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
+	"github.com/loaderd/loaderd/internal/cputime"
+)
 
 // benchTrainStep measures forward + loss + backward of a model on one CPU
 // device with the given goroutine budget (no optimizer step).
@@ -55,13 +46,13 @@ func benchTrainStep(b *testing.B, build func() Module, workers, batch int) {
 	b.ReportAllocs()
 	b.SetBytes(int64(4 * len(x)))
 	b.ResetTimer()
-	cpu0 := cpuTime()
+	cpu0 := cputime.Process()
 	for range b.N {
 		step()
 	}
 	b.ReportMetric(float64(b.N*batch)/b.Elapsed().Seconds(), "images/s")
 	// CPU time per image is steadier than wall time on a shared machine.
-	b.ReportMetric((cpuTime()-cpu0).Seconds()*1e6/float64(b.N*batch), "cpu-µs/image")
+	b.ReportMetric((cputime.Process()-cpu0).Seconds()*1e6/float64(b.N*batch), "cpu-µs/image")
 }
 
 func cnn() Module { m, _ := NewCNN(DefaultCNN); return m }

@@ -3,21 +3,12 @@ package parallel
 import (
 	"fmt"
 	"math/rand/v2"
-	"syscall"
 	"testing"
-	"time"
 
+	"github.com/loaderd/loaderd/internal/cputime"
 	"github.com/loaderd/loaderd/trainer/nn"
 	"github.com/loaderd/loaderd/trainer/optim"
 )
-
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
 
 // benchDP measures full DataParallel training steps (scatter, forward,
 // backward, reduce, SGD, broadcast) of the default CNN on CIFAR-shaped data.
@@ -44,14 +35,14 @@ func benchDP(b *testing.B, k, workers, batch int, syncBN bool) {
 	b.ReportAllocs()
 	b.SetBytes(int64(4 * len(x)))
 	b.ResetTimer()
-	cpu0 := cpuTime()
+	cpu0 := cputime.Process()
 	for range b.N {
 		if _, err := dp.Step(x, labels, 0.01); err != nil {
 			b.Fatal(err)
 		}
 	}
 	b.ReportMetric(float64(b.N*batch)/b.Elapsed().Seconds(), "images/s")
-	b.ReportMetric((cpuTime()-cpu0).Seconds()*1e6/float64(b.N*batch), "cpu-µs/image")
+	b.ReportMetric((cputime.Process()-cpu0).Seconds()*1e6/float64(b.N*batch), "cpu-µs/image")
 }
 
 func BenchmarkDataParallel(b *testing.B) {

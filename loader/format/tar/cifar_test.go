@@ -107,7 +107,7 @@ func TestCIFARTarMatchesFolder(t *testing.T) {
 					errs <- err
 					return
 				}
-				name := ts.Member(i)
+				name := ts.Name(i)
 				if la != lb || !bytes.Equal(pa, pb) || filepath.Base(name[:len(name)-1]) != filepath.Base(pathOf(fs, i)) {
 					t.Errorf("sample %d: tar %s label %d, folder %s label %d, pixels equal: %v",
 						i, name, la, pathOf(fs, i), lb, bytes.Equal(pa, pb))

@@ -103,10 +103,10 @@ func sameSamples(t *testing.T, a, b *source) {
 		t.Fatalf("labels %v / %v, classes %v / %v", la, lb, a.Classes(), b.Classes())
 	}
 	for i := range pa {
-		_, ma, _ := strings.Cut(a.Member(int64(i)), "(")
-		_, mb, _ := strings.Cut(b.Member(int64(i)), "(")
+		_, ma, _ := strings.Cut(a.Name(int64(i)), "(")
+		_, mb, _ := strings.Cut(b.Name(int64(i)), "(")
 		if ma != mb || !bytes.Equal(pa[i], pb[i]) {
-			t.Fatalf("sample %d: %s vs %s, pixels equal %v", i, a.Member(int64(i)), b.Member(int64(i)), bytes.Equal(pa[i], pb[i]))
+			t.Fatalf("sample %d: %s vs %s, pixels equal %v", i, a.Name(int64(i)), b.Name(int64(i)), bytes.Equal(pa[i], pb[i]))
 		}
 	}
 }

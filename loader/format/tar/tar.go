@@ -384,9 +384,6 @@ func (t *source) name(i int64) string {
 	return t.shards[s.shard].path + "(" + s.name + ")"
 }
 
-// Member returns the shard and member name of sample i, as SHARD(MEMBER).
-func (t *source) Member(i int64) string { return t.name(i) }
-
 // Name returns sample i's member, as SHARD(MEMBER).
 func (t *source) Name(i int64) string { return t.name(i) }
 

@@ -86,7 +86,7 @@ func TestTarMatchesFolder(t *testing.T) {
 		}
 		for i := range pix {
 			if !bytes.Equal(pix[i], wantPix[i]) {
-				t.Fatalf("%s: sample %d (%s) differs from %s", spec, i, ts.(*source).Member(int64(i)), pathOf(fol, int64(i)))
+				t.Fatalf("%s: sample %d (%s) differs from %s", spec, i, ts.(*source).Name(int64(i)), pathOf(fol, int64(i)))
 			}
 		}
 		ts.Close()
@@ -126,7 +126,7 @@ func TestTarWebDataset(t *testing.T) {
 	for i, data := range [][]byte{jpg, png, png} {
 		want := make([]byte, 6*8*3)
 		if err := d.Decode(data, want); err != nil || !bytes.Equal(pix[i], want) {
-			t.Fatalf("sample %d (%s) differs from its image (%v)", i, ts.Member(int64(i)), err)
+			t.Fatalf("sample %d (%s) differs from its image (%v)", i, ts.Name(int64(i)), err)
 		}
 	}
 	// image= picks one of two image fields.
@@ -140,8 +140,8 @@ func TestTarWebDataset(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tc.Close()
-	if tc.Len() != 1 || tc.Member(0) != filepath.Join(dir, "c.tar")+"(k.png)" {
-		t.Fatalf("image=png: %d samples, first %s", tc.Len(), tc.Member(0))
+	if tc.Len() != 1 || tc.Name(0) != filepath.Join(dir, "c.tar")+"(k.png)" {
+		t.Fatalf("image=png: %d samples, first %s", tc.Len(), tc.Name(0))
 	}
 }
 
