@@ -16,6 +16,7 @@ import (
 	"golang.org/x/image/webp"
 
 	"github.com/loaderd/loaderd/internal/jpegdec"
+	"github.com/loaderd/loaderd/internal/jpegx"
 	"github.com/loaderd/loaderd/loader"
 )
 
@@ -125,12 +126,14 @@ type Decoder struct {
 	Resize    bool    // stretch images of another size to H×W
 	Backend   Backend // the JPEG decoder; the zero value is GoJPEG
 
-	jpeg   jpegdec.Decoder
-	tj     *turboHandle // Backend TurboJPEG's decompressor, made on first use
-	cmyk   []byte       // a CMYK JPEG before conversion (TurboJPEG)
-	br     bytes.Reader
-	native []byte // an image at its own size, before resizing
-	rs     resizer
+	jpeg        jpegdec.Decoder
+	jx          jpegx.Decoder // libjpeg-turbo's pixels for common JPEGs, without its setup cost
+	libjpegOnly bool          // TurboJPEG decodes every JPEG (tests and benchmarks)
+	tj          *turboHandle  // Backend TurboJPEG's decompressor, made on first use
+	cmyk        []byte        // a CMYK JPEG before conversion (TurboJPEG)
+	br          bytes.Reader
+	native      []byte // an image at its own size, before resizing
+	rs          resizer
 }
 
 // DecodeConfig reads the format and size of the image in data from its

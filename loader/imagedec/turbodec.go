@@ -109,6 +109,10 @@ func (d *Decoder) nativeBuf(n int) []byte {
 	return d.native[:n]
 }
 
+// exactMaxPixels is the largest image internal/jpegx decodes in place of
+// libjpeg-turbo: up to there its lack of per-image setup wins.
+const exactMaxPixels = 0
+
 // turboRGB decodes the image whose header t holds into out, exactly
 // w·h·3 bytes, at the scaled size w×h. Greyscale is expanded to RGB by
 // libjpeg (each value three times, as PIL's convert("RGB")); CMYK and
@@ -128,6 +132,13 @@ func (d *Decoder) turboRGB(data, out []byte, w, h int) error {
 		}
 		cmykToRGB(out, d.cmyk[:n])
 		return nil
+	}
+	if !d.libjpegOnly && w == int(t.width) && h == int(t.height) && w*h <= exactMaxPixels {
+		// Same pixels as libjpeg-turbo's; anything jpegx is unsure of
+		// goes on to libjpeg-turbo itself.
+		if d.jx.DecodeRGB(data, out) == nil {
+			return nil
+		}
 	}
 	if err := t.decompress(data, out, w, h, w*3, tjPFRGB); err != nil {
 		return turboError("jpeg", data, err)

@@ -1,0 +1,199 @@
+package imagedec
+
+import (
+	"archive/tar"
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"image"
+	"image/color"
+	"image/jpeg"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/loaderd/loaderd/internal/jpegx"
+	"github.com/loaderd/loaderd/loader/internal/loadertest"
+)
+
+// exactVsLibjpeg decodes data with internal/jpegx and with libjpeg-turbo
+// alone. It reports whether jpegx took the image, and an error when it
+// did and a single byte differs, or libjpeg-turbo refused what jpegx took.
+func exactVsLibjpeg(lib *Decoder, jx *jpegx.Decoder, data []byte) (bool, error) {
+	w, h, _, ok := scanSOF(data)
+	if !ok || w*h > 1<<22 {
+		return false, nil
+	}
+	got := make([]byte, w*h*3)
+	if err := jx.DecodeRGB(data, got); err != nil {
+		if !errors.Is(err, jpegx.ErrUnsupported) {
+			return false, fmt.Errorf("jpegx error wraps no ErrUnsupported: %v", err)
+		}
+		return false, nil
+	}
+	want, _, _, err := turboNative(lib, data)
+	if err != nil {
+		return true, fmt.Errorf("jpegx decoded an image libjpeg-turbo refuses: %v", err)
+	}
+	if i := firstDiff(got, want); i >= 0 {
+		return true, fmt.Errorf("%dx%d: byte %d (row %d, col %d, channel %d) is %d, libjpeg-turbo's %d",
+			w, h, i, i/(3*w), i/3%w, i%3, got[i], want[i])
+	}
+	return true, nil
+}
+
+func firstDiff(a, b []byte) int {
+	if len(a) != len(b) {
+		return 0
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return -1
+}
+
+// checkExactTar compares jpegx with libjpeg-turbo on every JPEG of a tar
+// and returns how many jpegx took and how many there were.
+func checkExactTar(t *testing.T, path string) (took, all int) {
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	lib := &Decoder{libjpegOnly: true}
+	var jx jpegx.Decoder
+	tr := tar.NewReader(bufio.NewReaderSize(f, 1<<20))
+	bad := 0
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h.Typeflag != tar.TypeReg || !IsImageName(h.Name) {
+			continue
+		}
+		data, err := io.ReadAll(tr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all++
+		ok, err := exactVsLibjpeg(lib, &jx, data)
+		if ok {
+			took++
+		}
+		if err != nil {
+			if bad++; bad <= 5 {
+				t.Errorf("%s(%s): %v", path, h.Name, err)
+			}
+		}
+	}
+	if bad > 0 {
+		t.Fatalf("%d of %d images differ", bad, all)
+	}
+	return took, all
+}
+
+// TestExactMatchesLibjpegCIFAR: internal/jpegx decodes every one of the
+// 50,000 CIFAR-10 JPEGs, each byte equal to libjpeg-turbo's.
+func TestExactMatchesLibjpegCIFAR(t *testing.T) {
+	requireTurbo(t)
+	took, all := checkExactTar(t, loadertest.CIFARJPEGTar(t))
+	if took != all || all != 50000 {
+		t.Fatalf("jpegx took %d of %d images, want all 50,000", took, all)
+	}
+}
+
+// TestExactMatchesLibjpegLarge: on the large-image set jpegx takes every
+// sequential file (4:4:4, 4:2:2, 4:2:0, greyscale), equal byte for byte,
+// and leaves the progressive ones to libjpeg-turbo.
+func TestExactMatchesLibjpegLarge(t *testing.T) {
+	if testing.Short() {
+		t.Skip("skipped in -short: decodes 3,000 large images twice")
+	}
+	requireTurbo(t)
+	took, all := checkExactTar(t, loadertest.LargeImagesTar(t))
+	t.Logf("jpegx took %d of %d", took, all)
+	if all != 3000 || took < all/2 || took == all {
+		t.Fatalf("jpegx took %d of %d images: want the sequential ones, not the progressive", took, all)
+	}
+}
+
+// TestExactMatchesLibjpegGenerated: images of every size from 1×1 to
+// 40×40 and a few odd large ones, colour and grey, through Go's encoder
+// (4:2:0) at several qualities — edge rows and columns of the chroma
+// upsampling, partial MCUs, tiny widths left to libjpeg.
+func TestExactMatchesLibjpegGenerated(t *testing.T) {
+	requireTurbo(t)
+	lib := &Decoder{libjpegOnly: true}
+	var jx jpegx.Decoder
+	rng := rand.New(rand.NewPCG(1, 2))
+	took, all := 0, 0
+	sizes := [][2]int{{333, 17}, {17, 333}, {129, 95}, {256, 256}}
+	for w := 1; w <= 40; w++ {
+		for h := 1; h <= 40; h += 1 + w%3 {
+			sizes = append(sizes, [2]int{w, h})
+		}
+	}
+	for i, s := range sizes {
+		var m image.Image
+		if i%5 == 4 {
+			g := image.NewGray(image.Rect(0, 0, s[0], s[1]))
+			for j := range g.Pix {
+				g.Pix[j] = uint8(rng.IntN(256))
+			}
+			m = g
+		} else {
+			c := image.NewRGBA(image.Rect(0, 0, s[0], s[1]))
+			for y := range s[1] {
+				for x := range s[0] { // smooth plus noise: nonzero AC everywhere
+					c.Set(x, y, color.RGBA{uint8(x * 7), uint8(y * 5), uint8(rng.IntN(256)), 255})
+				}
+			}
+			m = c
+		}
+		var buf bytes.Buffer
+		if err := jpeg.Encode(&buf, m, &jpeg.Options{Quality: []int{30, 75, 95, 100}[i%4]}); err != nil {
+			t.Fatal(err)
+		}
+		all++
+		ok, err := exactVsLibjpeg(lib, &jx, buf.Bytes())
+		if ok {
+			took++
+		}
+		if err != nil {
+			t.Errorf("%dx%d q%d: %v", s[0], s[1], []int{30, 75, 95, 100}[i%4], err)
+		}
+	}
+	if took < all*9/10 {
+		t.Fatalf("jpegx took only %d of %d generated images", took, all)
+	}
+	t.Logf("jpegx took %d of %d", took, all)
+}
+
+// TestExactFixtures: the JPEG fixtures (every subsampling, progressive,
+// greyscale, CMYK): jpegx takes what it can, exactly.
+func TestExactFixtures(t *testing.T) {
+	requireTurbo(t)
+	lib := &Decoder{libjpegOnly: true}
+	var jx jpegx.Decoder
+	files, _ := filepath.Glob(fixtures + "img/*.jp*g")
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ok, err := exactVsLibjpeg(lib, &jx, data)
+		if err != nil {
+			t.Errorf("%s: %v", f, err)
+		}
+		t.Logf("%s: jpegx took it: %v", filepath.Base(f), ok)
+	}
+}
