@@ -11,10 +11,22 @@ func init() {
 	)
 	for i := range 256 {
 		x := int32(i - 128)
-		crR[i] = (91881*x + half) >> scale // FIX(1.40200)
+		crR[i] = (91881*x + half) >> scale  // FIX(1.40200)
 		cbB[i] = (116130*x + half) >> scale // FIX(1.77200)
 		crG[i] = -46802 * x                 // FIX(0.71414)
 		cbG[i] = -22554*x + half            // FIX(0.34414)
+	}
+}
+
+// rl is libjpeg's range limit: rl[(v+rlOff)&rlMask] is v clamped to
+// 0..255 for every v a conversion can produce (-227..482).
+var rl [1024]byte
+
+const rlOff, rlMask = 256, 1023
+
+func init() {
+	for i := range rl {
+		rl[i] = clamp(int32(i - rlOff))
 	}
 }
 
@@ -61,12 +73,43 @@ func (d *Decoder) toRGB(dst []byte) {
 			near := r >> 1
 			far := near - 1 + 2*(r&1)
 			far = min(max(far, 0), cb.dh-1)
-			a, b := cb.off+near*cs, cb.off+far*cs
-			h2v2(ucb, d.plane[a:a+cb.dw], d.plane[b:b+cb.dw])
-			a, b = cr.off+near*cs, cr.off+far*cs
-			h2v2(ucr, d.plane[a:a+cr.dw], d.plane[b:b+cr.dw])
+			n, f := near*cs, far*cs
+			up420(ucb, d.pad(0, d.plane[cb.off+n:cb.off+n+cb.dw]), d.pad(1, d.plane[cb.off+f:cb.off+f+cb.dw]))
+			up420(ucr, d.pad(2, d.plane[cr.off+n:cr.off+n+cr.dw]), d.pad(3, d.plane[cr.off+f:cr.off+f+cr.dw]))
 			convert(out, yrow, ucb, ucr)
 		}
+	}
+}
+
+// pad copies a chroma row into padding buffer i with its first and last
+// samples repeated beyond its ends, where h2v2 upsampling finds the
+// neighbours of the edge columns.
+func (d *Decoder) pad(i int, row []byte) []byte {
+	n := len(row)
+	if cap(d.pads[i]) < n+2 {
+		d.pads[i] = make([]byte, n+2)
+	}
+	p := d.pads[i][:n+2]
+	p[0], p[n+1] = row[0], row[n-1]
+	copy(p[1:], row)
+	return p
+}
+
+// up420 is libjpeg's h2v2_fancy_upsample for one output row, from padded
+// rows (see pad): near the nearer input row, far the further one. The
+// triangle filter weighs them 3:1 vertically, then neighbouring columns
+// 3:1; with the padding the edge columns' special cases,
+// (4·this + 8) >> 4 and (4·this + 7) >> 4, are the general formula.
+func up420(out, near, far []byte) {
+	n := len(near) - 2
+	far = far[:n+2]
+	out = out[:2*n]
+	for i := h2v2SIMD(out, near, far); i < n; i++ {
+		last := int(near[i])*3 + int(far[i])
+		this := int(near[i+1])*3 + int(far[i+1])
+		next := int(near[i+2])*3 + int(far[i+2])
+		out[2*i] = byte((this*3 + last + 8) >> 4)
+		out[2*i+1] = byte((this*3 + next + 7) >> 4)
 	}
 }
 
@@ -74,13 +117,16 @@ func (d *Decoder) toRGB(dst []byte) {
 func convert(out, y, cb, cr []byte) {
 	cb, cr = cb[:len(y)], cr[:len(y)]
 	out = out[:3*len(y)]
-	for i, yv := range y {
-		Y, b, r := int32(yv), cb[i], cr[i]
-		o := (*[3]byte)(out[i*3:])
-		o[0] = clamp(Y + crR[r])
-		o[1] = clamp(Y + (cbG[b]+crG[r])>>16)
-		o[2] = clamp(Y + cbB[b])
+	for i := convertSIMD(out, y, cb, cr); i < len(y); i++ {
+		pixel((*[3]byte)(out[i*3:]), int32(y[i]), cb[i], cr[i])
 	}
+}
+
+// pixel converts one YCbCr sample to RGB (ycc_rgb_convert's inner loop).
+func pixel(o *[3]byte, y int32, cb, cr byte) {
+	o[0] = rl[(y+crR[cr]+rlOff)&rlMask]
+	o[1] = rl[(y+(cbG[cb]+crG[cr])>>16+rlOff)&rlMask]
+	o[2] = rl[(y+cbB[cb]+rlOff)&rlMask]
 }
 
 // h2v1 is libjpeg's h2v1_fancy_upsample: each output sample is 3/4 of the
@@ -98,26 +144,4 @@ func h2v1(out, in []byte) {
 	}
 	out[2*n-2] = byte((int(in[n-1])*3 + int(in[n-2]) + 1) >> 2)
 	out[2*n-1] = in[n-1]
-}
-
-// h2v2 is libjpeg's h2v2_fancy_upsample for one output row: near is the
-// nearer input row, far the further one; the triangle filter weighs them
-// 3:1 vertically, then neighbouring columns 3:1.
-func h2v2(out, near, far []byte) {
-	n := len(near)
-	out, far = out[:2*n], far[:n]
-	this := int(near[0])*3 + int(far[0])
-	next := int(near[1])*3 + int(far[1])
-	out[0] = byte((this*4 + 8) >> 4)
-	out[1] = byte((this*3 + next + 7) >> 4)
-	last := this
-	this = next
-	for i := 1; i < n-1; i++ {
-		next = int(near[i+1])*3 + int(far[i+1])
-		out[2*i] = byte((this*3 + last + 8) >> 4)
-		out[2*i+1] = byte((this*3 + next + 7) >> 4)
-		last, this = this, next
-	}
-	out[2*n-2] = byte((this*3 + last + 8) >> 4)
-	out[2*n-1] = byte((this*4 + 7) >> 4)
 }

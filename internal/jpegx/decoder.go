@@ -47,6 +47,7 @@ type Decoder struct {
 	blk   [64]int32
 	plane []byte
 	row   [2][]byte // upsampled Cb and Cr of one output row
+	pads  [4][]byte // padded chroma rows (see pad)
 }
 
 func be16(b []byte) int { return int(binary.BigEndian.Uint16(b)) }

@@ -1,5 +1,7 @@
 package jpegx
 
+import "encoding/binary"
+
 // lutBits is how many bits the first-level Huffman lookup resolves; the
 // 8 to 9 bit codes of common tables all fit.
 const lutBits = 9
@@ -8,6 +10,7 @@ const lutBits = 9
 // jpeg_make_d_derived_tbl, with its checks.
 type huffTable struct {
 	lut     [1 << lutBits]uint16 // length<<8 | symbol; 0: the code is longer
+	fast    [1 << lutBits]int32  // AC: value<<16 | run<<8 | bits, when code and value fit; else 0
 	maxcode [18]int32            // largest code of each length, -1 for none
 	valptr  [17]int32            // vals index of a length's codes, less its first code
 	vals    [256]uint8
@@ -21,6 +24,9 @@ func (t *huffTable) build(counts, syms []byte, dc bool) bool {
 	code, p := int32(0), int32(0)
 	for l := 1; l <= 16; l++ {
 		n := int32(counts[l-1])
+		if code+n >= 1<<l {
+			return false // the last code of this length would be all ones
+		}
 		t.valptr[l] = p - code
 		t.maxcode[l] = code + n - 1
 		if n == 0 {
@@ -36,13 +42,22 @@ func (t *huffTable) build(counts, syms []byte, dc bool) bool {
 		}
 		p += n
 		code += n
-		if code >= 1<<l {
-			return false // the last code of this length would be all ones
-		}
 		code <<= 1
 	}
 	t.maxcode[17] = 1 << 30
 	copy(t.vals[:], syms)
+	// An AC code and its value bits together within lutBits decode with
+	// one lookup (EOB and ZRL, s = 0, take the general path).
+	t.fast = [1 << lutBits]int32{}
+	for i, e := range t.lut {
+		l, rs := uint(e>>8), uint(e&0xff)
+		r, s := rs>>4, rs&15
+		if dc || e == 0 || s == 0 || l+s > lutBits {
+			continue
+		}
+		v := extend(uint64(i)<<(64-lutBits)<<l, s)
+		t.fast[i] = v<<16 | int32(r)<<8 | int32(l+s)
+	}
 	if dc {
 		for _, s := range syms {
 			if s > 15 {
@@ -73,6 +88,18 @@ func (b *bitReader) reset(data []byte, pos int) {
 
 // fill tops acc up to more than 56 bits.
 func (b *bitReader) fill() {
+	if b.pos+8 <= len(b.data) && b.marker < 0 {
+		// Fast path: the next 8 bytes hold no 0xFF, so as many whole
+		// bytes as fit go in at once.
+		x := binary.BigEndian.Uint64(b.data[b.pos:])
+		if v := ^x; (v-0x0101010101010101)&^v&0x8080808080808080 == 0 {
+			nb := (64 - b.n) >> 3
+			b.acc |= x >> (64 - 8*nb) << (64 - 8*nb) >> b.n
+			b.n += 8 * nb
+			b.pos += int(nb)
+			return
+		}
+	}
 	for b.n <= 56 {
 		var c byte
 		if b.marker < 0 && b.pos < len(b.data) {
@@ -121,15 +148,17 @@ var zz = [64]uint8{
 	53, 60, 61, 54, 47, 55, 62, 63,
 }
 
-// maxDeq bounds a dequantised coefficient: libjpeg-turbo's SIMD IDCT
-// multiplies and adds pairs in 16-bit lanes, so larger ones could wrap
-// there. Real images stay near ±1,100.
-const maxDeq = 4095
+// A dequantised coefficient must lie in [-deqLim, deqLim): libjpeg-turbo's
+// SIMD IDCT multiplies and adds pairs in 16-bit lanes, so larger ones
+// could wrap there. Real images stay near ±1,100.
+const deqLim = 4096
 
 // decodeBlock decodes one block's coefficients, dequantised, into blk in
 // natural order (blk must be zero), and returns the last zig-zag index
 // set (0 when only DC is) and whether libjpeg would have decoded the same
-// without complaint.
+// without complaint. Out-of-range values and indexes are collected in
+// bad and checked once at the end: the block is garbage then, and the
+// caller drops the whole image.
 func (b *bitReader) decodeBlock(blk *[64]int32, dc, ac *huffTable, q *[64]int32, pred *int32) (int, bool) {
 	acc, n := b.acc, b.n
 	if n < 32 {
@@ -151,16 +180,26 @@ func (b *bitReader) decodeBlock(blk *[64]int32, dc, ac *huffTable, q *[64]int32,
 	}
 	*pred = p
 	v := p * q[0]
-	if uint32(v+maxDeq) > 2*maxDeq {
-		return 0, false
-	}
+	bad := uint32(v + deqLim)
 	blk[0] = v
-	last := 0
-	for k := 1; k < 64; {
+	last := uint(0)
+	for k := uint(1); k < 64; {
 		if n < 32 {
 			b.acc, b.n = acc, n
 			b.fill()
 			acc, n = b.acc, b.n
+		}
+		if e := ac.fast[acc>>(64-lutBits)]; e != 0 {
+			k += uint(e>>8) & 0xff
+			l := uint(e & 0xff)
+			acc <<= l
+			n -= l
+			v := e >> 16 * q[k&63]
+			bad |= uint32(v+deqLim) | uint32(k>>6)<<16 // k > 63: libjpeg writes past the block
+			blk[zz[k&63]] = v
+			last = k
+			k++
+			continue
 		}
 		rs, l, ok := decodeSym(acc, ac)
 		if !ok {
@@ -168,7 +207,7 @@ func (b *bitReader) decodeBlock(blk *[64]int32, dc, ac *huffTable, q *[64]int32,
 		}
 		acc <<= l
 		n -= l
-		r, s := int(rs>>4), rs&15
+		r, s := rs>>4, rs&15
 		if s == 0 {
 			if r != 15 {
 				break // end of block
@@ -177,21 +216,16 @@ func (b *bitReader) decodeBlock(blk *[64]int32, dc, ac *huffTable, q *[64]int32,
 			continue
 		}
 		k += r
-		if k > 63 {
-			return 0, false // libjpeg writes past the block's end into 63
-		}
-		v := extend(acc, s) * q[k]
+		v := extend(acc, s) * q[k&63]
 		acc <<= s
 		n -= s
-		if uint32(v+maxDeq) > 2*maxDeq {
-			return 0, false
-		}
-		blk[zz[k]] = v
+		bad |= uint32(v+deqLim) | uint32(k>>6)<<16
+		blk[zz[k&63]] = v
 		last = k
 		k++
 	}
 	b.acc, b.n = acc, n
-	return last, true
+	return int(last), bad < 2*deqLim
 }
 
 // decodeSym decodes one symbol from the top of acc (at least 16 bits).

@@ -24,12 +24,12 @@ const (
 // them in 16-bit lanes and adds pairs of them there.
 const maxPass1 = 16383
 
-// idct transforms the dequantised block blk (natural order) into 8×8
+// idctGo transforms the dequantised block blk (natural order) into 8×8
 // samples at dst with the given stride, as libjpeg-turbo's jsimd IDCT
 // does: the C version's arithmetic, with outputs saturated to 0..255. It
 // reports false if an intermediate value could have overflowed a 16-bit
 // SIMD lane, where libjpeg-turbo's result is not this one.
-func idct(dst []byte, stride int, blk *[64]int32) bool {
+func idctGo(dst []byte, stride int, blk *[64]int32) bool {
 	var ws [64]int32
 	bad := false
 	for c := range 8 {

@@ -1,9 +1,15 @@
 package imagedec
 
 import (
+	"archive/tar"
+	"bufio"
 	"image"
+	"io"
 	"os"
 	"testing"
+	"time"
+
+	"github.com/loaderd/loaderd/loader/internal/loadertest"
 )
 
 // BenchmarkToRGB converts a 32×32 4:2:0 image, CIFAR-sized.
@@ -32,4 +38,59 @@ func BenchmarkDecodeJPEG(b *testing.B) {
 	for b.Loop() {
 		p.Decode(data, dst)
 	}
+}
+
+// BenchmarkDecodeCIFARJPEG decodes 2,000 of the CIFAR-10 JPEGs in turn
+// with the TurboJPEG backend: libjpeg-turbo alone, and with
+// internal/jpegx taking the images it reproduces exactly.
+//
+//	go test ./loader/imagedec -run XXX -bench DecodeCIFARJPEG
+func BenchmarkDecodeCIFARJPEG(b *testing.B) {
+	requireTurbo(b)
+	imgs := tarJPEGs(b, loadertest.CIFARJPEGTar(b), 2000)
+	for _, lib := range []bool{true, false} {
+		name := map[bool]string{true: "libjpeg-turbo", false: "jpegx"}[lib]
+		b.Run("decoder="+name, func(b *testing.B) {
+			d := &Decoder{H: 32, W: 32, Backend: TurboJPEG, libjpegOnly: lib}
+			dst := make([]byte, 32*32*3)
+			b.ReportAllocs()
+			start := time.Now()
+			i := 0
+			for b.Loop() {
+				if err := d.Decode(imgs[i%len(imgs)], dst); err != nil {
+					b.Fatal(err)
+				}
+				i++
+			}
+			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "images/s")
+		})
+	}
+}
+
+// tarJPEGs reads the first n JPEGs of a tar.
+func tarJPEGs(b *testing.B, path string, n int) [][]byte {
+	f, err := os.Open(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	var out [][]byte
+	tr := tar.NewReader(bufio.NewReader(f))
+	for len(out) < n {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+		if IsImageName(h.Name) {
+			data, err := io.ReadAll(tr)
+			if err != nil {
+				b.Fatal(err)
+			}
+			out = append(out, data)
+		}
+	}
+	return out
 }

@@ -197,3 +197,34 @@ func TestExactFixtures(t *testing.T) {
 		t.Logf("%s: jpegx took it: %v", filepath.Base(f), ok)
 	}
 }
+
+// FuzzExactMatchesLibjpeg: whatever the bytes, jpegx never panics, and
+// when it takes an image, libjpeg-turbo decodes it too, to the same
+// bytes — a malformed file must fall back, never decode differently.
+func FuzzExactMatchesLibjpeg(f *testing.F) {
+	fuzzSeeds(f)
+	for _, q := range []int{50, 90} {
+		var buf bytes.Buffer
+		m := image.NewYCbCr(image.Rect(0, 0, 37, 21), image.YCbCrSubsampleRatio420)
+		for i := range m.Y {
+			m.Y[i] = uint8(i * 13)
+		}
+		if err := jpeg.Encode(&buf, m, &jpeg.Options{Quality: q}); err != nil {
+			f.Fatal(err)
+		}
+		f.Add(buf.Bytes())
+	}
+	lib := &Decoder{libjpegOnly: true}
+	var jx jpegx.Decoder
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if TurboAvailable() != nil {
+			t.Skip()
+		}
+		if w, h, _, ok := scanSOF(data); ok && w*h > 1<<16 {
+			return // a garbage stream at 2048×2048 takes libjpeg a second
+		}
+		if _, err := exactVsLibjpeg(lib, &jx, data); err != nil {
+			t.Fatal(err)
+		}
+	})
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"image/color"
+	"os"
 	"strings"
 
 	"github.com/loaderd/loaderd/loader"
@@ -110,8 +111,15 @@ func (d *Decoder) nativeBuf(n int) []byte {
 }
 
 // exactMaxPixels is the largest image internal/jpegx decodes in place of
-// libjpeg-turbo: up to there its lack of per-image setup wins.
-const exactMaxPixels = 0
+// libjpeg-turbo: up to 256×256 its lack of per-image setup wins (1.9× at
+// 32×32, even at 256×256); beyond, libjpeg's faster entropy decoding and
+// its streaming through MCU rows do (jpegx is 1.4× slower at 512×512).
+// BenchmarkDecodeBySize measures the crossover.
+const exactMaxPixels = 1 << 16
+
+// exactOff turns internal/jpegx off (LOADERD_JPEGX=off): every JPEG goes
+// to libjpeg-turbo, for comparing the two.
+var exactOff = os.Getenv("LOADERD_JPEGX") == "off"
 
 // turboRGB decodes the image whose header t holds into out, exactly
 // w·h·3 bytes, at the scaled size w×h. Greyscale is expanded to RGB by
@@ -133,7 +141,7 @@ func (d *Decoder) turboRGB(data, out []byte, w, h int) error {
 		cmykToRGB(out, d.cmyk[:n])
 		return nil
 	}
-	if !d.libjpegOnly && w == int(t.width) && h == int(t.height) && w*h <= exactMaxPixels {
+	if !d.libjpegOnly && !exactOff && w == int(t.width) && h == int(t.height) && w*h <= exactMaxPixels {
 		// Same pixels as libjpeg-turbo's; anything jpegx is unsure of
 		// goes on to libjpeg-turbo itself.
 		if d.jx.DecodeRGB(data, out) == nil {
