@@ -89,7 +89,8 @@ func Formats() []string {
 // passes an empty path. Options are the format's own (see each format's
 // package), plus two every format takes:
 //
-//	holdout=K     set aside the last K samples of each class (see Split)
+//	holdout=K     set aside the last K samples of each class (see Split),
+//	holdout=F     or, 0 < F < 1, that fraction of each (SplitFraction)
 //	part=train    the rest (the default), or part=val: the set-aside part
 //
 // On error the Source is nil, whatever the opener returned with it.
@@ -101,7 +102,7 @@ func Open(spec string) (Source, error) {
 	if !ok {
 		return nil, fmt.Errorf("loader: %q: %w %q (known: %s)", spec, ErrUnknownFormat, format, strings.Join(Formats(), ", "))
 	}
-	rest, holdout, val, err := splitOptions(rest)
+	rest, hold, val, err := splitOptions(rest)
 	if err != nil {
 		return nil, fmt.Errorf("loader: %q: %w", spec, err)
 	}
@@ -111,10 +112,15 @@ func Open(spec string) (Source, error) {
 		// would pass a nil check and panic on Close.
 		return nil, err
 	}
-	if holdout == 0 {
+	if hold.k == 0 && hold.frac == 0 {
 		return src, nil
 	}
-	part, err := guardOpen(func() (Source, error) { return Split(src, holdout, val) })
+	part, err := guardOpen(func() (Source, error) {
+		if hold.frac > 0 {
+			return SplitFraction(src, hold.frac, val)
+		}
+		return Split(src, hold.k, val)
+	})
 	if err != nil {
 		src.Close()
 		return nil, err
@@ -122,38 +128,47 @@ func Open(spec string) (Source, error) {
 	return part, nil
 }
 
+// holdoutOption is holdout=: k samples per class, or a fraction of each.
+type holdoutOption struct {
+	k    int
+	frac float64
+}
+
 // splitOptions takes holdout= and part= out of PATH?OPTIONS and returns
 // the rest for the format.
-func splitOptions(rest string) (string, int, bool, error) {
+func splitOptions(rest string) (string, holdoutOption, bool, error) {
+	var hold holdoutOption
 	path, query, ok := strings.Cut(rest, "?")
 	if !ok {
-		return rest, 0, false, nil
+		return rest, hold, false, nil
 	}
 	var keep []string
-	holdout, val, part := 0, false, ""
+	val, part := false, ""
 	for _, kv := range strings.Split(query, "&") {
 		k, v, _ := strings.Cut(kv, "=")
 		switch k {
 		case "holdout":
-			n, err := strconv.Atoi(v)
-			if err != nil || n <= 0 {
-				return "", 0, false, fmt.Errorf("holdout=%s: want a positive number of samples per class", v)
+			if n, err := strconv.Atoi(v); err == nil && n > 0 {
+				hold = holdoutOption{k: n}
+			} else if f, err := strconv.ParseFloat(v, 64); err == nil && f > 0 && f < 1 {
+				hold = holdoutOption{frac: f}
+			} else {
+				return "", hold, false, fmt.Errorf("holdout=%s: want a number of samples per class (K ≥ 1) or a fraction of each class (0 < F < 1)", v)
 			}
-			holdout = n
 		case "part":
 			if v != "train" && v != "val" {
-				return "", 0, false, fmt.Errorf("part=%s: want train or val", v)
+				return "", hold, false, fmt.Errorf("part=%s: want train or val", v)
 			}
 			part, val = v, v == "val"
 		default:
 			keep = append(keep, kv)
 		}
 	}
-	if part != "" && holdout == 0 {
-		return "", 0, false, fmt.Errorf("part=%s needs holdout=K", part)
+	if part != "" && hold.k == 0 && hold.frac == 0 {
+		return "", hold, false, fmt.Errorf("part=%s needs holdout=K or holdout=F", part)
 	}
 	if len(keep) > 0 {
 		path += "?" + strings.Join(keep, "&")
 	}
-	return path, holdout, val, nil
+	return path, hold, val, nil
 }

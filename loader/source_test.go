@@ -35,10 +35,24 @@ func TestOpenHoldout(t *testing.T) {
 	if train.Len()+val.Len() != 1000 || val.Len() != 200 {
 		t.Fatalf("train %d + val %d, want 800 + 200", train.Len(), val.Len())
 	}
-	for _, bad := range []string{"synthetic:10?part=val", "synthetic:10?holdout=x", "synthetic:10?holdout=1&part=test"} {
+	for _, bad := range []string{"synthetic:10?part=val", "synthetic:10?holdout=x", "synthetic:10?holdout=1&part=test",
+		"synthetic:10?holdout=0", "synthetic:10?holdout=1.5", "synthetic:10?holdout=-0.1", "synthetic:10?holdout=NaN"} {
 		if _, err := loader.Open(bad); err == nil {
 			t.Errorf("Open(%q) succeeded", bad)
 		}
+	}
+	// A fraction holds out that share of each class: 10% of 1,000 in 10
+	// classes of about 100.
+	train, err = loader.Open("synthetic:1000?holdout=0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	val, err = loader.Open("synthetic:1000?holdout=0.1&part=val")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if train.Len()+val.Len() != 1000 || val.Len() < 95 || val.Len() > 105 || val.String() != "synthetic:1000?holdout=0.1&part=val" {
+		t.Fatalf("holdout=0.1: train %d + val %d (%s)", train.Len(), val.Len(), val)
 	}
 }
 

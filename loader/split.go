@@ -3,8 +3,10 @@ package loader
 import (
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sort"
+	"strconv"
 	"sync"
 
 	"github.com/loaderd/loaderd/augment"
@@ -24,7 +26,8 @@ type Labeler interface {
 
 // Split returns one part of src: with val set, the last holdoutPerClass
 // samples of every class in index order (the validation part); otherwise
-// all the others (the training part). Both parts keep src's index order,
+// all the others (the training part). SplitFraction holds out a share of
+// each class instead. Both parts keep src's index order,
 // classes and pixel spec, so a class-sorted folder of CIFAR-10 with
 // holdout 1000 gives 40,000 training and 10,000 validation images, the
 // same ones on every run.
@@ -41,7 +44,9 @@ type Labeler interface {
 // ShardOrderer (the source's order restricted to the part: each source
 // run keeps its shard, its part's samples still consecutive indices,
 // since the part numbers its samples in the source's order) and a
-// Prefetcher (indices mapped through Origin).
+// Prefetcher (indices mapped through Origin). A part of a SizedSource
+// whose images vary in size is a SizedSource, so it streams through the
+// resize and crop ops as its source does.
 func Split(src Source, holdoutPerClass int, val bool) (Source, error) {
 	if holdoutPerClass < 0 {
 		return nil, fmt.Errorf("loader: split %s: holdout %d per class is negative: %w", src, holdoutPerClass, ErrSplit)
@@ -50,19 +55,51 @@ func Split(src Source, holdoutPerClass int, val bool) (Source, error) {
 	if err != nil {
 		return nil, err
 	}
+	return split(src, held, val, strconv.Itoa(holdoutPerClass))
+}
+
+// SplitFraction is Split holding out a fraction of every class rather
+// than a count: the last round(frac·n) samples of a class of n, at least
+// one, 0 < frac < 1 (holdout=0.1 of loader.Open). It keeps one label per
+// sample (4 bytes) while it scans, since a class's share is known only
+// at the end.
+func SplitFraction(src Source, frac float64, val bool) (Source, error) {
+	if !(frac > 0 && frac < 1) {
+		return nil, fmt.Errorf("loader: split %s: holdout fraction %g is not between 0 and 1: %w", src, frac, ErrSplit)
+	}
+	held, err := holdoutFraction(src, frac)
+	if err != nil {
+		return nil, err
+	}
+	return split(src, held, val, strconv.FormatFloat(frac, 'g', -1, 64))
+}
+
+// split makes the part of src given the sorted held-out indices; hold is
+// the holdout= value, for String.
+func split(src Source, held []int64, val bool, hold string) (Source, error) {
+	var err error
 	n := int64(len(held))
 	if !val {
 		n = src.Len() - n
 	}
 	lab, _ := src.(Labeler)
-	part := &splitSource{src: src, lab: lab, held: held, val: val, n: n, k: holdoutPerClass}
+	part := &splitSource{src: src, lab: lab, held: held, val: val, n: n, hold: hold}
 	part.pf, _ = src.(Prefetcher)
 	if so, ok := src.(ShardOrderer); ok && so.ShardOrder() != nil {
 		if part.order, err = part.shards(so.ShardOrder()); err != nil {
 			return nil, fmt.Errorf("loader: split %s: %w", src, err)
 		}
 	}
-	if _, ok := src.(Namer); ok {
+	_, named := src.(Namer)
+	// A part of images of varying size says each one's size, as its
+	// source does, so that a stream of it can open with resize or crops.
+	if _, ok := sizedSource(src); ok {
+		if named {
+			return namedSizedSplit{sizedSplit{part}}, nil
+		}
+		return sizedSplit{part}, nil
+	}
+	if named {
 		return namedSplit{part}, nil
 	}
 	return part, nil
@@ -74,28 +111,9 @@ const maxSplitClasses = 1 << 20
 // holdout scans the labels and returns, sorted, the last k indices of every
 // class, keeping one ring of k indices per class.
 func holdout(src Source, k int) ([]int64, error) {
-	lab, _ := src.(Labeler)
-	var scratch []byte
-	if lab == nil {
-		scratch = make([]byte, src.Spec().Bytes())
-	}
-	classes := len(src.Classes())
 	var rings [][]int64 // ring c holds class c's last k indices
 	var counts []int64  // samples seen per class
-	for i := range src.Len() {
-		var label int32
-		var err error
-		if lab != nil {
-			label, err = lab.Label(i)
-		} else {
-			label, _, err = src.Sample(i, scratch)
-		}
-		if err != nil {
-			return nil, err
-		}
-		if label < 0 || (classes > 0 && int(label) >= classes) || (classes == 0 && label >= maxSplitClasses) {
-			return nil, &RecordError{File: src.String(), Record: i, Err: fmt.Errorf("%w: label %d of %d classes", ErrLabel, label, classes)}
-		}
+	err := scanLabels(src, func(i int64, label int32) {
 		for int(label) >= len(rings) {
 			rings = append(rings, make([]int64, k))
 			counts = append(counts, 0)
@@ -104,6 +122,9 @@ func holdout(src Source, k int) ([]int64, error) {
 			rings[label][counts[label]%int64(k)] = i
 		}
 		counts[label]++
+	})
+	if err != nil {
+		return nil, err
 	}
 	var held []int64
 	var errs []error
@@ -122,6 +143,82 @@ func holdout(src Source, k int) ([]int64, error) {
 	return held, nil
 }
 
+// holdoutFraction returns, sorted, the last round(frac·n) indices (at
+// least one) of every class of n samples.
+func holdoutFraction(src Source, frac float64) ([]int64, error) {
+	labels := make([]int32, 0, src.Len())
+	var counts []int64
+	err := scanLabels(src, func(_ int64, label int32) {
+		for int(label) >= len(counts) {
+			counts = append(counts, 0)
+		}
+		labels = append(labels, label)
+		counts[label]++
+	})
+	if err != nil {
+		return nil, err
+	}
+	want := make([]int64, len(counts)) // still to hold out, per class
+	var errs []error
+	for c, cnt := range counts {
+		want[c] = max(1, int64(math.Round(frac*float64(cnt))))
+		if cnt <= want[c] {
+			errs = append(errs, fmt.Errorf("class %s has %d samples", className(src, c), cnt))
+		}
+	}
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("loader: split %s: holdout of %g of each class (at least one) leaves nothing to train on: %w: %w",
+			src, frac, errors.Join(errs...), ErrSplit)
+	}
+	var held []int64
+	for i := len(labels) - 1; i >= 0; i-- {
+		if c := labels[i]; want[c] > 0 {
+			want[c]--
+			held = append(held, int64(i))
+		}
+	}
+	slices.Reverse(held)
+	return held, nil
+}
+
+// scanLabels calls f with every sample's label in index order, through
+// Label if src is a Labeler and through Sample otherwise, and checks each
+// against the classes.
+func scanLabels(src Source, f func(i int64, label int32)) error {
+	lab, _ := src.(Labeler)
+	var scratch []byte
+	if lab == nil {
+		scratch = make([]byte, scratchBytes(src))
+	}
+	classes := len(src.Classes())
+	for i := range src.Len() {
+		var label int32
+		var err error
+		if lab != nil {
+			label, err = lab.Label(i)
+		} else {
+			label, _, err = src.Sample(i, scratch)
+		}
+		if err != nil {
+			return err
+		}
+		if label < 0 || (classes > 0 && int(label) >= classes) || (classes == 0 && label >= maxSplitClasses) {
+			return &RecordError{File: src.String(), Record: i, Err: fmt.Errorf("%w: label %d of %d classes", ErrLabel, label, classes)}
+		}
+		f(i, label)
+	}
+	return nil
+}
+
+// scratchBytes is the scratch Sample needs: the spec's bytes, or for
+// images of varying size the largest image the source admits.
+func scratchBytes(src Source) int {
+	if ss, ok := sizedSource(src); ok {
+		return int(ss.MaxPixels()) * src.Spec().C
+	}
+	return src.Spec().Bytes()
+}
+
 func className(src Source, c int) string {
 	if names := src.Classes(); c < len(names) {
 		return fmt.Sprintf("%d (%s)", c, names[c])
@@ -137,7 +234,7 @@ type splitSource struct {
 	held []int64 // sorted held-out indices of src
 	val  bool
 	n    int64
-	k    int
+	hold string // the holdout= value: a count per class or a fraction
 
 	order *sampler.Shards // the source's shard order over the part; nil: uniform
 	pf    Prefetcher      // the source, when it prefetches
@@ -217,7 +314,16 @@ func (s *splitSource) String() string {
 	if s.val {
 		part = "val"
 	}
-	return fmt.Sprintf("%s?holdout=%d&part=%s", s.src, s.k, part)
+	return fmt.Sprintf("%s?holdout=%s&part=%s", s.src, s.hold, part)
+}
+
+// Decoder names the split source's JPEG decoder, "" when it decodes
+// none, for loaderd inspect.
+func (s *splitSource) Decoder() string {
+	if d, ok := s.src.(interface{ Decoder() string }); ok {
+		return d.Decoder()
+	}
+	return ""
 }
 
 // Close closes the split source.
@@ -246,6 +352,27 @@ func (s *splitSource) Label(i int64) (int32, error) {
 	if s.lab != nil {
 		return s.lab.Label(s.Origin(i))
 	}
-	label, _, err := s.src.Sample(s.Origin(i), make([]byte, s.src.Spec().Bytes()))
+	label, _, err := s.src.Sample(s.Origin(i), make([]byte, scratchBytes(s.src)))
 	return label, err
 }
+
+// sizedSplit is a part of a SizedSource (images of varying size): a
+// SizedSource too.
+type sizedSplit struct{ *splitSource }
+
+// MaxPixels implements SizedSource: the split source's bound.
+func (s sizedSplit) MaxPixels() int64 { return s.src.(SizedSource).MaxPixels() }
+
+// SampleSized implements SizedSource: the source's sample Origin(i).
+func (s sizedSplit) SampleSized(i int64, scratch []byte, scale Scaler) (int32, []byte, int, int, int, error) {
+	if i < 0 || i >= s.n {
+		return 0, nil, 0, 0, 0, &RecordError{File: s.String(), Record: i, Err: ErrIndex}
+	}
+	return s.src.(SizedSource).SampleSized(s.Origin(i), scratch, scale)
+}
+
+// namedSizedSplit is a part of a SizedSource that is a Namer.
+type namedSizedSplit struct{ sizedSplit }
+
+// Name names the part's sample i as the split source names it.
+func (s namedSizedSplit) Name(i int64) string { return s.src.(Namer).Name(s.Origin(i)) }

@@ -160,6 +160,148 @@ func TestSplitErrors(t *testing.T) {
 	}
 }
 
+// TestSplitFraction: holdout=F holds out the last round(F·n) samples of
+// each class of n, at least one, with or without a Labeler.
+func TestSplitFraction(t *testing.T) {
+	irregular := []int32{2, 2, 0, 1, 0, 2, 1, 1, 0, 0, 2, 1, 2, 0} // 5, 4, 5
+	sorted := make([]int32, 0, 300)                                // 100, 150, 50
+	for c, n := range []int{100, 150, 50} {
+		for range n {
+			sorted = append(sorted, int32(c))
+		}
+	}
+	cases := []struct {
+		name    string
+		labels  []int32
+		frac    float64
+		perCls  []int // held out per class
+		labeler bool
+	}{
+		{"sorted/0.1", sorted, 0.1, []int{10, 15, 5}, true},
+		{"sorted/0.25", sorted, 0.25, []int{25, 38, 13}, false}, // 37.5 and 12.5 round up
+		{"irregular/0.01: at least one", irregular, 0.01, []int{1, 1, 1}, true},
+		{"irregular/0.5", irregular, 0.5, []int{3, 2, 3}, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			// The last perCls[c] of class c, by brute force.
+			seen, total := map[int32]int{}, map[int32]int{}
+			for _, l := range tc.labels {
+				total[l]++
+			}
+			var wantVal, wantTrain []int64
+			for i, l := range tc.labels {
+				if seen[l]++; seen[l] > total[l]-tc.perCls[l] {
+					wantVal = append(wantVal, int64(i))
+				} else {
+					wantTrain = append(wantTrain, int64(i))
+				}
+			}
+			for _, val := range []bool{false, true} {
+				ls := &labelSource{labels: tc.labels, classes: 3}
+				var src Source = ls
+				if tc.labeler {
+					src = labelerSource{ls}
+				}
+				part, err := SplitFraction(src, tc.frac, val)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var got []int64
+				for i := range part.Len() {
+					got = append(got, part.(*splitSource).Origin(i))
+				}
+				want := wantTrain
+				if val {
+					want = wantVal
+				}
+				if !slices.Equal(got, want) {
+					t.Errorf("val=%v: indices %v, want %v", val, got, want)
+				}
+			}
+		})
+	}
+	for _, frac := range []float64{0, 1, -0.5, 2} {
+		if _, err := SplitFraction(&labelSource{labels: irregular, classes: 3}, frac, true); !errors.Is(err, ErrSplit) {
+			t.Errorf("frac %g: %v, want ErrSplit", frac, err)
+		}
+	}
+	// A class of one sample has none to spare.
+	if _, err := SplitFraction(&labelSource{labels: []int32{0, 0, 0, 1}, classes: 2}, 0.1, true); !errors.Is(err, ErrSplit) ||
+		!strings.Contains(err.Error(), "class 1 (c1) has 1 samples") {
+		t.Errorf("class of one: %v", err)
+	}
+}
+
+// sizedFake is a labelSource of images of varying size: sample i is
+// (i+1)×(2i+1) pixels of value i, and scratch must hold MaxPixels·C.
+type sizedFake struct{ *labelSource }
+
+func (s sizedFake) Spec() augment.Spec {
+	return augment.Spec{C: 1, DType: augment.U8, Layout: augment.HWC}
+}
+func (s sizedFake) MaxPixels() int64 { return 1000 }
+func (s sizedFake) Sample(i int64, scratch []byte) (int32, []byte, error) {
+	l, pix, _, _, _, err := s.SampleSized(i, scratch, nil)
+	return l, pix, err
+}
+func (s sizedFake) SampleSized(i int64, scratch []byte, _ Scaler) (int32, []byte, int, int, int, error) {
+	s.decodes++
+	h, w := int(i)+1, 2*int(i)+1
+	pix := scratch[:h*w] // panics unless scratch holds MaxPixels
+	for k := range pix {
+		pix[k] = byte(i)
+	}
+	return s.labels[i], pix, h, w, 1, nil
+}
+
+type namedSizedFake struct{ sizedFake }
+
+func (s namedSizedFake) Name(i int64) string { return fmt.Sprint("img", i) }
+
+// TestSplitSized: a part of images of varying size is a SizedSource (so a
+// stream of it can resize and crop), named if its source is, and its
+// samples are the source's, sizes included.
+func TestSplitSized(t *testing.T) {
+	labels := []int32{0, 1, 0, 1, 0, 1, 0, 1, 0, 1}
+	for _, named := range []bool{false, true} {
+		for _, val := range []bool{false, true} {
+			var src Source = sizedFake{&labelSource{labels: labels, classes: 2}}
+			if named {
+				src = namedSizedFake{src.(sizedFake)}
+			}
+			part, err := Split(src, 2, val) // no Labeler: scanned through Sample, with MaxPixels of scratch
+			if err != nil {
+				t.Fatal(err)
+			}
+			ss, ok := part.(SizedSource)
+			if !ok || ss.MaxPixels() != 1000 {
+				t.Fatalf("named=%v val=%v: part %T is not a SizedSource of 1000 pixels", named, val, part)
+			}
+			if _, isNamer := part.(Namer); isNamer != named {
+				t.Errorf("named=%v: part is a Namer: %v", named, isNamer)
+			}
+			if l, err := part.(Labeler).Label(0); err != nil || l != labels[part.(interface{ Origin(int64) int64 }).Origin(0)] {
+				t.Errorf("Label(0) = %d, %v", l, err)
+			}
+			scratch := make([]byte, 1000)
+			for i := range part.Len() {
+				o := part.(interface{ Origin(int64) int64 }).Origin(i)
+				l, pix, h, w, d, err := ss.SampleSized(i, scratch, nil)
+				if err != nil || l != labels[o] || h != int(o)+1 || w != 2*int(o)+1 || d != 1 || len(pix) != h*w || pix[0] != byte(o) {
+					t.Errorf("SampleSized(%d) = %d, %d bytes, %dx%d/%d, %v; want index %d", i, l, len(pix), h, w, d, err, o)
+				}
+				if named && part.(Namer).Name(i) != fmt.Sprint("img", o) {
+					t.Errorf("Name(%d) = %q, want img%d", i, part.(Namer).Name(i), o)
+				}
+			}
+			if _, _, _, _, _, err := ss.SampleSized(part.Len(), scratch, nil); !errors.Is(err, ErrIndex) {
+				t.Errorf("SampleSized past the end: %v", err)
+			}
+		}
+	}
+}
+
 // shardedSource is a labelerSource read as shards: index i lives in
 // shard shardOf(i); it records what it was asked to prefetch.
 type shardedSource struct {
