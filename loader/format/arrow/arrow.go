@@ -20,7 +20,7 @@ import (
 )
 
 func init() {
-	loader.RegisterFormat("arrow", func(spec string) (loader.Source, error) { return open(spec) })
+	loader.RegisterFormat("arrow", func(spec string) (loader.Source, error) { return openAny(spec) })
 }
 
 // Schema metadata keys of a raw-pixel Arrow file, the contract between
@@ -60,17 +60,22 @@ type arrowBatch struct {
 	voff  int64  // bit offset into valid
 }
 
-// open maps and indexes the files named by spec, "PATH[?OPTIONS]".
+// open maps and indexes the raw-pixel files named by spec, "PATH[?OPTIONS]".
 func open(spec string) (*source, error) {
 	o, err := options.Parse("arrow", spec, "pixels", "label", "size")
 	if err != nil {
 		return nil, err
 	}
-	h, w, err := o.Size()
+	files, err := o.ShardFiles(".arrow")
 	if err != nil {
 		return nil, err
 	}
-	files, err := o.ShardFiles(".arrow")
+	return openRaw(o, files, o.Str("pixels", "pixels"))
+}
+
+// openRaw maps and indexes raw-pixel files, pixels in column pixCol.
+func openRaw(o *options.Options, files []string, pixCol string) (*source, error) {
+	h, w, err := o.Size()
 	if err != nil {
 		return nil, err
 	}
@@ -82,7 +87,7 @@ func open(spec string) (*source, error) {
 			return nil, &loader.RecordError{File: name, Record: -1, Err: err}
 		}
 		a.files = append(a.files, arrowFile{path: name, data: data})
-		if err := a.index(len(a.files)-1, o.Str("pixels", "pixels"), o.Str("label", "label"), h, w); err != nil {
+		if err := a.index(len(a.files)-1, pixCol, o.Str("label", "label"), h, w); err != nil {
 			a.Close()
 			return nil, &loader.RecordError{File: name, Record: -1, Err: err}
 		}

@@ -1,17 +1,34 @@
-// Package arrow implements raw-pixel Arrow IPC files (the file format,
-// "Feather v2"), what loaderd convert writes, as the loader format
+// Package arrow implements Arrow IPC files (the file format, "Feather
+// v2") as the loader format
 //
 //	arrow:PATH[?KEY=VALUE&…]
 //
-// PATH is a file, a directory of .arrow files or a glob. A file has a
-// pixel column of fixed_size_binary[H·W·C] (or fixed_size_list<uint8>)
-// and an integer label column, with the image shape, layout and class
-// names in the schema metadata (the Meta… keys). Files are mapped
-// read-only and a sample's pixels are a view of the mapping: no decode, no
-// copy. Options:
+// PATH is a file, a directory of .arrow files or a glob. A file has an
+// image column and an integer label column, and holds one of two kinds:
 //
-//	pixels=COLUMN, label=COLUMN   column names (default pixels, label)
-//	size=WxH                      the shape when the metadata has none
+//   - raw pixels, what loaderd convert writes: a column of
+//     fixed_size_binary[H·W·C] (or fixed_size_list<uint8>), with the image
+//     shape, layout and class names in the schema metadata (the Meta…
+//     keys). A sample's pixels are a view of the mapping: no decode, no
+//     copy. All have one size, so size=any is refused, naming the column.
+//   - encoded images (JPEG, PNG, …): a binary or large_binary column, or
+//     Hugging Face's struct<bytes: binary, path: string>. A sample's bytes
+//     are a view of the mapping, decoded by loader/imagedec into the
+//     worker's scratch as the tar format decodes its members: at one size
+//     (size=WxH, else the first image's), or with size=any each at its own
+//     (a loader.SizedSource); class names from loaderd.classes, else the
+//     labels.
+//
+// Which kind is read is decided by the first file's column type. Files
+// are mapped read-only and their offsets checked at open. Options:
+//
+//	pixels=COLUMN or image=COLUMN   the image column (default: the first of
+//	                                pixels, image, img the file has)
+//	label=COLUMN                    default label
+//	size=WxH                        raw: the shape when the metadata has none;
+//	                                encoded: as for loader/format/folder
+//	size=any, maxpixels=N, resize=bilinear, maxbytes=N, decoder=turbo|go
+//	                                encoded images only, as for loader/format/tar
 //
 // Import it for its side effect, as image/png is imported, to make the
 // format known to loader.Open. Its sources are safe for concurrent use and

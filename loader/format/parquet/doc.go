@@ -16,6 +16,10 @@
 //	image=COLUMN    default img, else image
 //	label=COLUMN    default label
 //	size=WxH, maxpixels=N, resize=bilinear, maxbytes=N   as for loader/format/folder
+//	size=any        images of varying size, each kept at its own (a
+//	                loader.SizedSource, for a pipeline opening with resize
+//	                or crop ops), decoded as loader/format/tar decodes them;
+//	                maxpixels then defaults to 16 Mpx
 //	decoder=turbo|go                                     as for loader/format/folder
 //
 // Import it for its side effect, as image/png is imported, to make the

@@ -82,7 +82,14 @@ func open(spec string) (*source, error) {
 			p.classes = append(p.classes, strconv.Itoa(int(i)))
 		}
 	}
-	if h == 0 {
+	if o.AnySize() {
+		if resize {
+			return nil, o.Errorf("size=any keeps each image's size; resize=bilinear needs a size")
+		}
+		if o.Get("maxpixels") == "" {
+			maxPx = imagedec.AnySizeMaxPixels // a worker's scratch holds one
+		}
+	} else if h == 0 {
 		first := -1
 		for i := range p.labels {
 			if p.null == nil || !p.null[i] {
@@ -336,27 +343,41 @@ func (p *source) Label(i int64) (int32, error) {
 
 // Sample decodes row i's image into scratch.
 func (p *source) Sample(i int64, scratch []byte) (int32, []byte, error) {
-	if i < 0 || i >= p.Len() {
-		return 0, nil, &loader.RecordError{File: p.path, Record: i, Err: loader.ErrIndex}
+	if p.dec.Spec().H == 0 { // size=any: at the image's own size
+		label, pix, _, _, _, err := p.SampleSized(i, scratch, nil)
+		return label, pix, err
 	}
-	if p.offs == nil {
-		return 0, nil, &loader.RecordError{File: p.path, Record: i, Err: loader.ErrClosed}
+	data, label, err := p.encoded(i)
+	if err != nil {
+		return 0, nil, err
 	}
-	label := p.labels[i]
-	switch {
-	case p.null != nil && p.null[i]:
-		return 0, nil, p.recordError(i, fmt.Errorf("%w: null image", loader.ErrCorrupt))
-	case label < 0 || int(label) >= len(p.classes):
-		return 0, nil, p.recordError(i, fmt.Errorf("%w: null, negative or over %d classes", loader.ErrLabel, len(p.classes)))
-	}
-	if n := p.offs[i+1] - p.offs[i]; n > p.max {
-		return 0, nil, p.recordError(i, options.TooLarge(n, p.max))
-	}
-	pix, err := p.dec.Decode(p.image(i), scratch)
+	pix, err := p.dec.Decode(data, scratch)
 	if err != nil {
 		return 0, nil, p.recordError(i, err)
 	}
 	return label, pix, nil
+}
+
+// encoded returns row i's encoded image and its label, or the error
+// naming the row: out of range, closed, null, bad label, over maxbytes=.
+func (p *source) encoded(i int64) ([]byte, int32, error) {
+	if i < 0 || i >= p.Len() {
+		return nil, 0, &loader.RecordError{File: p.path, Record: i, Err: loader.ErrIndex}
+	}
+	if p.offs == nil {
+		return nil, 0, &loader.RecordError{File: p.path, Record: i, Err: loader.ErrClosed}
+	}
+	label := p.labels[i]
+	switch {
+	case p.null != nil && p.null[i]:
+		return nil, 0, p.recordError(i, fmt.Errorf("%w: null image", loader.ErrCorrupt))
+	case label < 0 || int(label) >= len(p.classes):
+		return nil, 0, p.recordError(i, fmt.Errorf("%w: null, negative or over %d classes", loader.ErrLabel, len(p.classes)))
+	}
+	if n := p.offs[i+1] - p.offs[i]; n > p.max {
+		return nil, 0, p.recordError(i, options.TooLarge(n, p.max))
+	}
+	return p.image(i), label, nil
 }
 
 // Close releases the arena.

@@ -1,0 +1,425 @@
+package arrow
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+
+	"github.com/loaderd/loaderd/augment"
+	"github.com/loaderd/loaderd/loader"
+	"github.com/loaderd/loaderd/loader/format/internal/mmap"
+	"github.com/loaderd/loaderd/loader/format/internal/options"
+	"github.com/loaderd/loaderd/loader/imagedec"
+)
+
+// Files whose image column holds encoded images (JPEG, PNG, …: binary,
+// large_binary, or Hugging Face's struct<bytes: binary, path: string>)
+// are read as the tar format reads its members: each sample is a view of
+// the mapping, decoded by loader/imagedec into the worker's scratch, at a
+// fixed size (size=WxH, else the first image's) or, with size=any, at
+// its own (a loader.SizedSource).
+
+// encodedKeys are the options only encoded images take.
+var encodedKeys = []string{"image", "maxpixels", "resize", "maxbytes", "decoder"}
+
+// openAny opens the files named by spec as raw pixels or as encoded
+// images, as the first file's image column's type says.
+func openAny(spec string) (loader.Source, error) {
+	o, err := options.Parse("arrow", spec, append([]string{"pixels", "label", "size"}, encodedKeys...)...)
+	if err != nil {
+		return nil, err
+	}
+	if o.Get("pixels") != "" && o.Get("image") != "" {
+		return nil, o.Errorf("pixels= and image= name the same column; give one")
+	}
+	files, err := o.ShardFiles(".arrow")
+	if err != nil {
+		return nil, err
+	}
+	col, typ, err := imageColumn(files[0], o.Str("pixels", o.Get("image")))
+	if err != nil {
+		return nil, &loader.RecordError{File: files[0], Record: -1, Err: err}
+	}
+	encOpt := "" // the first option only encoded images take
+	if o.AnySize() {
+		encOpt = "size=any"
+	}
+	for _, k := range encodedKeys {
+		if encOpt == "" && o.Get(k) != "" {
+			encOpt = k + "="
+		}
+	}
+	switch {
+	case encodedType(typ), typ == nil && encOpt != "": // (no such column: the opener names it)
+		return openEncoded(o, files, col)
+	case typ != nil && encOpt != "":
+		return nil, o.Errorf("%s applies to encoded images, and column %q holds raw pixels of one size (%s); "+
+			"size=any needs a column of JPEG or PNG files (binary, or struct<bytes: binary, path: string>)", encOpt, col, typ)
+	}
+	return openRaw(o, files, col)
+}
+
+// imageColumn reads a file's schema and returns the image column, named
+// or else the first of pixels, image and img there is, and its type (nil
+// when there is none: the open then names the column missing).
+func imageColumn(name, named string) (col string, typ arrow.DataType, err error) {
+	data, err := mmap.Map(name)
+	if err != nil {
+		return "", nil, err
+	}
+	defer mmap.Unmap(data)
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%w: arrow reader panic: %v", loader.ErrCorrupt, r)
+		}
+	}()
+	if err := verifyArrowFooter(data); err != nil {
+		return "", nil, err
+	}
+	r, err := ipc.NewMappedFileReader(data)
+	if err != nil {
+		return "", nil, fmt.Errorf("%w: %w", loader.ErrCorrupt, err)
+	}
+	defer r.Close()
+	cands := []string{named}
+	if named == "" {
+		cands = []string{"pixels", "image", "img"}
+	}
+	for _, c := range cands {
+		if f, ok := r.Schema().FieldsByName(c); ok && len(f) == 1 {
+			return c, f[0].Type, nil
+		}
+	}
+	return cands[0], nil, nil
+}
+
+// encodedType reports whether t holds encoded images.
+func encodedType(t arrow.DataType) bool {
+	switch t := t.(type) {
+	case *arrow.BinaryType, *arrow.LargeBinaryType:
+		return true
+	case *arrow.StructType:
+		if k, ok := t.FieldIdx("bytes"); ok {
+			return encodedType(t.Field(k).Type)
+		}
+	}
+	return false
+}
+
+// encSource reads Arrow files of encoded images. Files are mapped
+// read-only; each batch's image bytes are a view of the mapping, its
+// offsets copied and checked at open, so Sample reads nothing and trusts
+// no offset it has not checked. It is safe for concurrent use.
+type encSource struct {
+	path    string
+	files   []arrowFile
+	batches []encBatch // over all files, by start
+	labels  []int32    // -1 where null or out of int32 range
+	classes []string
+	dec     *imagedec.Pool
+	max     int64 // maxbytes=
+}
+
+type encBatch struct {
+	start  int64   // dataset index of the batch's first row
+	n      int64   // rows
+	file   int32   // index in files
+	row    int64   // row of the first sample within its file
+	values []byte  // the column's values, a view of the mapping
+	offs   []int64 // row j is values[offs[j]:offs[j+1]]
+	null   []bool  // row j is null; nil when none is
+}
+
+// openEncoded maps and indexes files of encoded images in column col.
+func openEncoded(o *options.Options, files []string, col string) (*encSource, error) {
+	h, w, maxPx, resize, err := o.Decode()
+	if err != nil {
+		return nil, err
+	}
+	backend, err := o.Backend()
+	if err != nil {
+		return nil, err
+	}
+	maxBytes, err := o.MaxBytes()
+	if err != nil {
+		return nil, err
+	}
+	a := &encSource{path: o.Path, max: maxBytes}
+	for _, name := range files {
+		data, err := mmap.Map(name)
+		if err != nil {
+			a.Close()
+			return nil, &loader.RecordError{File: name, Record: -1, Err: err}
+		}
+		a.files = append(a.files, arrowFile{path: name, data: data})
+		if err := a.index(len(a.files)-1, col, o.Str("label", "label")); err != nil {
+			a.Close()
+			return nil, &loader.RecordError{File: name, Record: -1, Err: err}
+		}
+	}
+	if len(a.labels) == 0 {
+		a.Close()
+		return nil, &loader.RecordError{File: o.Path, Record: -1, Err: fmt.Errorf("%w: no rows", loader.ErrTruncated)}
+	}
+	if a.classes == nil {
+		hi := int32(-1)
+		for _, l := range a.labels {
+			hi = max(hi, l)
+		}
+		for i := range hi + 1 {
+			a.classes = append(a.classes, strconv.Itoa(int(i)))
+		}
+	}
+	if o.AnySize() {
+		if resize {
+			a.Close()
+			return nil, o.Errorf("size=any keeps each image's size; resize=bilinear needs a size")
+		}
+		if o.Get("maxpixels") == "" {
+			maxPx = imagedec.AnySizeMaxPixels // a worker's scratch holds one
+		}
+	} else if h == 0 { // the first image's size
+		if h, w, err = a.firstSize(maxPx); err != nil {
+			a.Close()
+			return nil, err
+		}
+	}
+	a.dec = imagedec.NewPool(h, w, maxPx, resize).WithBackend(backend)
+	return a, nil
+}
+
+// firstSize reads the size of the first non-null image.
+func (a *encSource) firstSize(maxPx int64) (int, int, error) {
+	for i := range a.Len() {
+		b, j := a.batch(i)
+		if b.null != nil && b.null[j] {
+			continue
+		}
+		data := b.values[b.offs[j]:b.offs[j+1]]
+		if n := int64(len(data)); n > a.max {
+			return 0, 0, a.recordError(i, options.TooLarge(n, a.max))
+		}
+		h, w, err := imagedec.Size(data, maxPx)
+		if err != nil {
+			return 0, 0, a.recordError(i, err)
+		}
+		return h, w, nil
+	}
+	return 0, 0, &loader.RecordError{File: a.path, Record: -1, Err: fmt.Errorf("%w: every image is null", loader.ErrCorrupt)}
+}
+
+// index reads file k's schema and record batches; a malformed file can
+// make the IPC reader panic, which is a corrupt file, not a crash.
+func (a *encSource) index(k int, imgCol, labelCol string) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%w: arrow reader panic: %v", loader.ErrCorrupt, r)
+		}
+	}()
+	if err := verifyArrowFooter(a.files[k].data); err != nil {
+		return err
+	}
+	r, err := ipc.NewMappedFileReader(a.files[k].data)
+	if err != nil {
+		return fmt.Errorf("%w: %w", loader.ErrCorrupt, err)
+	}
+	defer r.Close()
+	schema := r.Schema()
+	ii, li := schema.FieldIndices(imgCol), schema.FieldIndices(labelCol)
+	if len(ii) != 1 || len(li) != 1 {
+		return fmt.Errorf("%w: want one %q and one %q column, schema is %s", loader.ErrColumn, imgCol, labelCol, schema)
+	}
+	var classes []string
+	if v, ok := schema.Metadata().GetValue(MetaClasses); ok {
+		if err := json.Unmarshal([]byte(v), &classes); err != nil {
+			return fmt.Errorf("%w: metadata %s: %w", loader.ErrCorrupt, MetaClasses, err)
+		}
+	}
+	if k == 0 {
+		a.classes = classes
+	} else if !equalStrings(classes, a.classes) {
+		return fmt.Errorf("%w: classes differ from %s's", loader.ErrCorrupt, a.files[0].path)
+	}
+	var row int64
+	for b := range r.NumRecords() {
+		rec, err := r.RecordBatchAt(b)
+		if err != nil {
+			return fmt.Errorf("%w: record batch %d: %w", loader.ErrCorrupt, b, err)
+		}
+		err = a.addBatch(k, row, rec.Column(ii[0]), rec.Column(li[0]))
+		row += rec.NumRows()
+		rec.Release()
+		if err != nil {
+			return fmt.Errorf("record batch %d: %w", b, err)
+		}
+	}
+	return nil
+}
+
+// addBatch records a batch's image bytes and offsets, and copies its labels.
+func (a *encSource) addBatch(k int, row int64, img, lab arrow.Array) error {
+	n := int64(img.Len())
+	if int64(lab.Len()) != n {
+		return fmt.Errorf("%w: %d image rows, %d labels", loader.ErrCorrupt, n, lab.Len())
+	}
+	bt := encBatch{start: int64(len(a.labels)), n: n, file: int32(k), row: row}
+	col := img
+	if s, ok := img.(*array.Struct); ok {
+		f, _ := s.DataType().(*arrow.StructType).FieldIdx("bytes")
+		col = s.Field(f) // sliced to the struct's rows
+	}
+	switch c := col.(type) {
+	case *array.Binary:
+		if n == 0 { // no offsets to read: an empty array may have none
+			break
+		}
+		for _, o := range c.ValueOffsets() {
+			bt.offs = append(bt.offs, int64(o))
+		}
+	case *array.LargeBinary:
+		if n > 0 {
+			bt.offs = append(bt.offs, c.ValueOffsets()...)
+		}
+	default:
+		return fmt.Errorf("%w: image column is %s, want binary or struct<bytes: binary>", loader.ErrColumn, img.DataType())
+	}
+	if n == 0 {
+		bt.offs = []int64{0}
+	}
+	if bufs := col.Data().Buffers(); len(bufs) > 2 && bufs[2] != nil {
+		bt.values = bufs[2].Bytes()
+	}
+	if int64(len(bt.offs)) != n+1 || bt.offs[0] < 0 || bt.offs[n] > int64(len(bt.values)) {
+		return fmt.Errorf("%w: image offsets outside the column's %d bytes", loader.ErrCorrupt, len(bt.values))
+	}
+	for j := range n {
+		if bt.offs[j] > bt.offs[j+1] {
+			return fmt.Errorf("%w: image offsets decrease at row %d", loader.ErrCorrupt, row+j)
+		}
+		if img.IsNull(int(j)) || col.IsNull(int(j)) {
+			if bt.null == nil {
+				bt.null = make([]bool, n)
+			}
+			bt.null[j] = true
+		}
+	}
+	if err := appendLabels(&a.labels, lab); err != nil {
+		return err
+	}
+	a.batches = append(a.batches, bt)
+	return nil
+}
+
+// batch returns the batch holding row i, 0 ≤ i < Len(), and i's row in it.
+func (a *encSource) batch(i int64) (*encBatch, int64) {
+	k := sort.Search(len(a.batches), func(k int) bool { return a.batches[k].start > i }) - 1
+	return &a.batches[k], i - a.batches[k].start
+}
+
+// recordError names row i's file and its row there.
+func (a *encSource) recordError(i int64, err error) error {
+	b, j := a.batch(i)
+	return &loader.RecordError{File: a.files[b.file].path, Record: b.row + j, Err: err}
+}
+
+// Len returns the number of rows over all files.
+func (a *encSource) Len() int64 { return int64(len(a.labels)) }
+
+// Spec returns H×W×3 U8 HWC, or 0×0×3 with size=any.
+func (a *encSource) Spec() augment.Spec { return a.dec.Spec() }
+
+// Classes returns the class names from the metadata, else "0" to the
+// largest label.
+func (a *encSource) Classes() []string { return a.classes }
+
+// String names the source as arrow:PATH.
+func (a *encSource) String() string { return "arrow:" + a.path }
+
+// Decoder names the JPEG decoder (decoder=), for loaderd inspect.
+func (a *encSource) Decoder() string { return a.dec.DecoderName() }
+
+// Label returns the label of row i.
+func (a *encSource) Label(i int64) (int32, error) {
+	if i < 0 || i >= a.Len() {
+		return 0, &loader.RecordError{File: a.path, Record: i, Err: loader.ErrIndex}
+	}
+	return a.labels[i], nil
+}
+
+// Name returns row i's file and row in it, as FILE#ROW.
+func (a *encSource) Name(i int64) string {
+	b, j := a.batch(i)
+	return a.files[b.file].path + "#" + strconv.FormatInt(b.row+j, 10)
+}
+
+// Encoded returns row i's encoded image, a view of the mapping valid
+// until Close, and its label; errors are Sample's but the decode's.
+func (a *encSource) Encoded(i int64) ([]byte, int32, error) {
+	if i < 0 || i >= a.Len() {
+		return nil, 0, &loader.RecordError{File: a.path, Record: i, Err: loader.ErrIndex}
+	}
+	b, j := a.batch(i)
+	label := a.labels[i]
+	switch {
+	case a.files[b.file].data == nil:
+		return nil, 0, &loader.RecordError{File: a.path, Record: i, Err: loader.ErrClosed}
+	case b.null != nil && b.null[j]:
+		return nil, 0, a.recordError(i, fmt.Errorf("%w: null image", loader.ErrCorrupt))
+	case label < 0 || int(label) >= len(a.classes):
+		return nil, 0, a.recordError(i, fmt.Errorf("%w: null, negative or over %d classes", loader.ErrLabel, len(a.classes)))
+	}
+	if n := b.offs[j+1] - b.offs[j]; n > a.max {
+		return nil, 0, a.recordError(i, options.TooLarge(n, a.max))
+	}
+	return b.values[b.offs[j]:b.offs[j+1]:b.offs[j+1]], label, nil
+}
+
+// Sample decodes row i's image into scratch.
+func (a *encSource) Sample(i int64, scratch []byte) (int32, []byte, error) {
+	if a.dec.Spec().H == 0 { // size=any: at the image's own size
+		label, pix, _, _, _, err := a.SampleSized(i, scratch, nil)
+		return label, pix, err
+	}
+	data, label, err := a.Encoded(i)
+	if err != nil {
+		return 0, nil, err
+	}
+	pix, err := a.dec.Decode(data, scratch)
+	if err != nil {
+		return 0, nil, a.recordError(i, err)
+	}
+	return label, pix, nil
+}
+
+// MaxPixels implements loader.SizedSource: maxpixels=.
+func (a *encSource) MaxPixels() int64 { return a.dec.MaxPixels() }
+
+// SampleSized implements loader.SizedSource (meaningful with size=any).
+func (a *encSource) SampleSized(i int64, scratch []byte, scale loader.Scaler) (label int32, pix []byte, h, w, d int, err error) {
+	data, label, err := a.Encoded(i)
+	if err != nil {
+		return 0, nil, 0, 0, 0, err
+	}
+	if pix, h, w, d, err = a.dec.DecodeSized(data, scratch, scale); err != nil {
+		return 0, nil, 0, 0, 0, a.recordError(i, err)
+	}
+	return label, pix, h, w, d, nil
+}
+
+// Close unmaps the files.
+func (a *encSource) Close() error {
+	var errs []error
+	for i := range a.files {
+		errs = append(errs, mmap.Unmap(a.files[i].data))
+		a.files[i].data = nil
+	}
+	return errors.Join(errs...)
+}
+
+var _ loader.SizedSource = (*encSource)(nil)
