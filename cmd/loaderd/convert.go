@@ -77,10 +77,10 @@ func inspectMain(ctx context.Context, args []string) error {
 	fs.IntVar(&o.Samples, "samples", 0, "samples on the sheet (default 64)")
 	fs.IntVar(&o.Columns, "columns", 0, "sheet columns (default 8)")
 	fs.BoolVar(&o.Augmented, "augmented", false, "draw the samples after augmentation")
-	fs.StringVar(&o.Ops, "augment", "", "augmentation for --augmented (default crop=SIZE:4,flip)")
+	fs.StringVar(&o.Ops, "augment", "", "augmentation for --augmented (default crop=SIZE:4,flip; images of size=any need resize=, center_crop= or random_resized_crop= first, e.g. random_resized_crop=224,flip)")
 	fs.Uint64Var(&o.Seed, "seed", 0, "augmentation seed")
 	fs.Int64Var(&o.Epoch, "epoch", 0, "augmentation epoch")
-	fs.BoolVar(&o.Verify, "verify", false, "decode every sample and count the unreadable ones")
+	fs.BoolVar(&o.Verify, "verify", false, "decode every sample and count the unreadable ones (size=any: and measure every size)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

@@ -28,7 +28,7 @@ commands:
   top     live view of a running daemon: streams, datasets, workers (needs serve --metrics-listen)
 
 Formats: cifar:PATH, synthetic[:N], folder:DIR, tar:FILE|DIR|GLOB, arrow:PATH, parquet:PATH;
-options follow '?', and every format takes ?holdout=K&part=train|val.
+options follow '?', and every format takes ?holdout=K&part=train|val (K per class, or a fraction 0<K<1).
 
 Run 'loaderd <command> -h' for a command's flags.
 `

@@ -103,6 +103,14 @@ func Run(ctx context.Context, o Options) (Summary, error) {
 		return Summary{}, err
 	}
 	defer src.Close()
+	if sp := src.Spec(); sp.H == 0 && sp.W == 0 {
+		// size=any: no one size to store raw pixels at. A tar of the
+		// encoded images is already read in place (mapped, sliced), so
+		// there is nothing to gain by repacking the bytes.
+		return Summary{}, fmt.Errorf("%w: %s has images of varying size (size=any), and Arrow output holds raw pixels of one size: "+
+			"read the source as it is with size=any, or give it a size to convert at (size=WxH&resize=bilinear stretches every image to W×H)",
+			ErrOptions, o.From)
+	}
 	// Arrow files hold HWC pixels; a CHW source (CIFAR's binary) is
 	// transposed on the way, through the fused kernel.
 	spec := src.Spec()

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -26,17 +27,19 @@ type Options struct {
 	Sheet     string // write a PNG contact sheet here; "" for none
 	Samples   int    // samples on the sheet, spread evenly over the dataset; 0: 64
 	Columns   int    // 0: 8
-	Scale     int    // each pixel drawn Scale×Scale; 0: cells at least 64 pixels wide
+	Scale     int    // each pixel drawn Scale×Scale; 0: cells at least 64 pixels wide (size=any thumbnails: 64·Scale, 0: 128)
 	Augmented bool   // draw the samples after augmentation
 	// Ops is the augmentation for Augmented, in augment.ParseOps form; its
-	// crop and flip are drawn, value ops (totensor, normalize, out) are
-	// left out since they do not change what a person sees. Empty means
-	// crop=SIZE:4,flip where SIZE is the image's shorter side.
+	// resize, crops and flip are drawn, value ops (totensor, normalize,
+	// out) are left out since they do not change what a person sees. Empty
+	// means crop=SIZE:4,flip where SIZE is the image's shorter side; images
+	// of varying size (size=any) have no such size and need Ops opening
+	// with resize, center_crop or random_resized_crop.
 	Ops   string
 	Seed  uint64 // augmentation seed
 	Epoch int64  // augmentation epoch
 
-	Verify  bool // decode every sample and count the unreadable ones
+	Verify  bool // decode every sample and count the unreadable ones (and, for size=any, measure every size)
 	Workers int  // goroutines for Verify; 0: 2
 }
 
@@ -53,9 +56,14 @@ type Report struct {
 	Spec        augment.Spec
 	Classes     []ClassCount
 	BadLabels   int64  // samples whose label could not be read or is out of range
-	SampleBytes int64  // one decoded sample
+	SampleBytes int64  // one decoded sample; 0 for images of varying size
 	FileBytes   int64  // the dataset's files on disk; 0 when it has none
 	Decoder     string // the JPEG decoder of an encoded-image source, "" for others
+	// Varying is set for images of varying size (size=any: Spec is
+	// 0×0×C); Sizes then spreads the sizes of SizeSamples samples, or of
+	// every sample with Verify.
+	Varying bool
+	Sizes   Sizes
 
 	Verified   bool
 	Unreadable int64
@@ -90,6 +98,13 @@ func Run(ctx context.Context, o Options) (Report, error) {
 	if err := r.countClasses(ctx, src); err != nil {
 		return r, err
 	}
+	ss, varying := sizedOf(src)
+	r.Varying = varying
+	if varying && !o.Verify {
+		if err := r.measure(ctx, ss); err != nil {
+			return r, err
+		}
+	}
 	if o.Verify {
 		if err := r.verify(ctx, src, max(o.Workers, 2)); err != nil {
 			return r, err
@@ -114,7 +129,7 @@ func (r *Report) countClasses(ctx context.Context, src loader.Source) error {
 	lb, fast := src.(labeler)
 	var scratch []byte
 	if !fast {
-		scratch = make([]byte, src.Spec().Bytes())
+		scratch = make([]byte, scratchBytes(src))
 	}
 	for i := range src.Len() {
 		if i%4096 == 0 && ctx.Err() != nil {
@@ -143,13 +158,24 @@ func (r *Report) verify(ctx context.Context, src loader.Source, workers int) err
 	var bad atomic.Int64
 	var mu sync.Mutex
 	var wg sync.WaitGroup
+	ss, varying := sizedOf(src)
+	sizes := make([][][2]int, workers) // per worker, for images of varying size
 	for w := range int64(workers) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			scratch := make([]byte, src.Spec().Bytes())
+			scratch := make([]byte, scratchBytes(src))
 			for i := w; i < src.Len() && ctx.Err() == nil; i += int64(workers) {
-				if _, _, err := src.Sample(i, scratch); err != nil {
+				var err error
+				if varying { // at full size, as Sample: every pixel decoded
+					var h, wd int
+					if _, _, h, wd, _, err = ss.SampleSized(i, scratch, nil); err == nil {
+						sizes[w] = append(sizes[w], [2]int{h, wd})
+					}
+				} else {
+					_, _, err = src.Sample(i, scratch)
+				}
+				if err != nil {
 					bad.Add(1)
 					mu.Lock()
 					if len(r.Errors) < MaxErrors {
@@ -162,6 +188,9 @@ func (r *Report) verify(ctx context.Context, src loader.Source, workers int) err
 	}
 	wg.Wait()
 	r.Verified, r.Unreadable = true, bad.Load()
+	if varying {
+		r.Sizes = sizeStats(slices.Concat(sizes...))
+	}
 	return ctx.Err()
 }
 
@@ -201,10 +230,16 @@ func (r *Report) writeSheet(src loader.Source, o Options) error {
 	return nil
 }
 
-// SheetOps parses ops for drawing: the crop and flip are kept, value ops
-// dropped. Empty ops mean crop=SIZE:4,flip for the spec's shorter side.
+// SheetOps parses ops for drawing: the geometric ops (resize, crops) and
+// the flip are kept, value ops dropped. Empty ops mean crop=SIZE:4,flip
+// for the spec's shorter side; a spec of varying size (0×0) has none, and
+// its ops must open with resize, center_crop or random_resized_crop.
 func SheetOps(spec augment.Spec, ops string) ([]augment.Op, error) {
+	varying := spec.H == 0 && spec.W == 0
 	if strings.TrimSpace(ops) == "" {
+		if varying {
+			return nil, errFixedAugment(spec)
+		}
 		return []augment.Op{augment.RandomCrop{Size: min(spec.H, spec.W), Padding: 4}, augment.RandomHorizontalFlip{P: 0.5}}, nil
 	}
 	parsed, err := augment.ParseOps(ops)
@@ -214,8 +249,18 @@ func SheetOps(spec augment.Spec, ops string) ([]augment.Op, error) {
 	var out []augment.Op
 	for _, op := range parsed {
 		switch op.(type) {
-		case augment.RandomCrop, augment.RandomHorizontalFlip:
+		case augment.RandomCrop, augment.RandomHorizontalFlip, augment.Resize, augment.CenterCrop, augment.RandomResizedCrop:
 			out = append(out, op)
+		}
+	}
+	if varying {
+		if len(out) == 0 {
+			return nil, errFixedAugment(spec)
+		}
+		switch out[0].(type) {
+		case augment.Resize, augment.CenterCrop, augment.RandomResizedCrop:
+		default:
+			return nil, errFixedAugment(spec)
 		}
 	}
 	return out, nil
@@ -245,11 +290,15 @@ func diskBytes(spec string) int64 {
 func (r Report) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "source   %s\n", r.Source)
-	fmt.Fprintf(&b, "samples  %d of %v, %d bytes each (%s decoded", r.Len, r.Spec, r.SampleBytes, bytesize.Format(r.Len*r.SampleBytes))
-	if r.FileBytes > 0 {
-		fmt.Fprintf(&b, ", %s on disk", bytesize.Format(r.FileBytes))
+	if r.Varying {
+		r.sizesString(&b)
+	} else {
+		fmt.Fprintf(&b, "samples  %d of %v, %d bytes each (%s decoded", r.Len, r.Spec, r.SampleBytes, bytesize.Format(r.Len*r.SampleBytes))
+		if r.FileBytes > 0 {
+			fmt.Fprintf(&b, ", %s on disk", bytesize.Format(r.FileBytes))
+		}
+		fmt.Fprintf(&b, ")\n")
 	}
-	fmt.Fprintf(&b, ")\n")
 	if r.Decoder != "" {
 		fmt.Fprintf(&b, "decoder  %s\n", r.Decoder)
 	}

@@ -16,9 +16,12 @@ import (
 
 // SheetOptions lay out a contact sheet.
 type SheetOptions struct {
-	Columns  int          // 0: 8
-	Scale    int          // each pixel as Scale×Scale; 0: cells at least 64 pixels wide
-	Ops      []augment.Op // geometric ops to apply first (SheetOps); nil: the samples as stored
+	Columns int // 0: 8
+	// Scale draws each pixel as Scale×Scale; 0: cells at least 64 pixels
+	// wide. Images of varying size drawn without Ops are thumbnails, each
+	// scaled to fit a square of 64·Scale pixels keeping its aspect (0: 128).
+	Scale    int
+	Ops      []augment.Op // ops to apply first (SheetOps); nil: the samples as stored
 	Seed     uint64       // augmentation key, with Epoch and the sample index
 	Epoch    int64
 	Captions bool // write each sample's index and class under it, on two lines
@@ -34,28 +37,50 @@ var background = color.RGBA{40, 40, 40, 255}
 
 // ContactSheet draws the given samples of src in a grid, row by row. With
 // ops it draws each sample as the fused augmentation kernel produces it
-// for (Seed, Epoch, index), in uint8 before any normalisation.
+// for (Seed, Epoch, index), in uint8 before any normalisation; for images
+// of varying size (a loader.SizedSource) the ops must open with resize,
+// center_crop or random_resized_crop, and the sample is read as a stream's
+// worker reads it (decoded at the DCT scale the params allow).
 func ContactSheet(src loader.Source, indices []int64, o SheetOptions) (*image.RGBA, error) {
 	if len(indices) == 0 {
 		return nil, errNoSamples
 	}
 	in := src.Spec()
-	pipe, err := augment.NewPipeline(in, append(append([]augment.Op(nil), o.Ops...), augment.Output{DType: augment.U8, Layout: augment.HWC})...)
-	if err != nil {
-		return nil, fmt.Errorf("inspect: %w", err)
+	ss, varying := sizedOf(src)
+	if in.H == 0 && in.W == 0 && !varying {
+		return nil, fmt.Errorf("inspect: %s gives images of varying size but no loader.SizedSource", src)
 	}
-	out := pipe.Out()
+	thumbs := varying && len(o.Ops) == 0
+	var pipe *augment.Pipeline
+	var out augment.Spec
+	scale, boxW, boxH := o.Scale, 0, 0 // boxW×boxH: a cell's image
+	if thumbs {
+		if scale <= 0 {
+			scale = 2
+		}
+		boxW, boxH = 64*scale, 64*scale
+	} else {
+		var err error
+		pipe, err = augment.NewPipeline(in, append(append([]augment.Op(nil), o.Ops...), augment.Output{DType: augment.U8, Layout: augment.HWC})...)
+		if err != nil {
+			return nil, fmt.Errorf("inspect: %w", err)
+		}
+		if varying && !pipe.Resamples() {
+			return nil, errFixedAugment(in)
+		}
+		out = pipe.Out()
+		if scale <= 0 {
+			scale = max(1, (64+out.W-1)/out.W)
+		}
+		boxW, boxH = out.W*scale, out.H*scale
+	}
 	cols := o.Columns
 	if cols <= 0 {
 		cols = 8
 	}
 	cols = min(cols, len(indices))
 	rows := (len(indices) + cols - 1) / cols
-	scale := o.Scale
-	if scale <= 0 {
-		scale = max(1, (64+out.W-1)/out.W)
-	}
-	cw, ch := out.W*scale, out.H*scale
+	cw, ch := boxW, boxH
 	if o.Captions {
 		cw = max(cw, 7*6) // room for "123456" and a short class name
 		ch += captionH
@@ -65,27 +90,48 @@ func ContactSheet(src loader.Source, indices []int64, o SheetOptions) (*image.RG
 	}
 	sheet := image.NewRGBA(image.Rect(0, 0, cols*(cw+gap)+gap, rows*(ch+gap)+gap))
 	draw.Draw(sheet, sheet.Bounds(), &image.Uniform{background}, image.Point{}, draw.Src)
-	scratch := make([]byte, in.Bytes())
-	pix := make([]byte, out.Bytes())
+	scratch := make([]byte, scratchBytes(src))
+	var pix []byte
+	if pipe != nil {
+		pix = make([]byte, out.Bytes())
+	}
+	var sc augment.Scratch
+	ds := &drawSized{pipe: pipe, seed: o.Seed, epoch: o.Epoch}
 	classes := src.Classes()
 	for k, idx := range indices {
 		x0, y0 := gap+(k%cols)*(cw+gap), gap+(k/cols)*(ch+gap)
-		label, sample, err := src.Sample(idx, scratch)
-		if err == nil {
-			err = pipe.Apply(pix, sample, pipe.Draw(o.Seed, o.Epoch, idx))
+		var label int32
+		var err error
+		switch {
+		case thumbs:
+			var p []byte
+			var h, w, d int
+			if label, p, h, w, d, err = ss.SampleSized(idx, scratch, thumbScale{boxW}); err == nil {
+				sh, sw := augment.ScaledSize(h, w, d)
+				th, tw := thumbSize(h, w, boxW)
+				drawThumb(sheet, x0, y0, boxW, p, sh, sw, in.C, th, tw)
+			}
+		case varying:
+			if label, err = ds.sample(ss, idx, scratch, pix, &sc); err == nil {
+				blit(sheet, x0, y0, pix, out, scale)
+			}
+		default:
+			var sample []byte
+			if label, sample, err = src.Sample(idx, scratch); err == nil {
+				if err = pipe.Apply(pix, sample, pipe.Draw(o.Seed, o.Epoch, idx)); err == nil {
+					blit(sheet, x0, y0, pix, out, scale)
+				}
+			}
 		}
 		name := ""
 		if err != nil {
 			name = "unreadable"
-			fillRect(sheet, image.Rect(x0, y0, x0+out.W*scale, y0+out.H*scale), color.RGBA{160, 0, 0, 255})
-		} else {
-			blit(sheet, x0, y0, pix, out, scale)
-			if int(label) < len(classes) && label >= 0 {
-				name = classes[label]
-			}
+			fillRect(sheet, image.Rect(x0, y0, x0+boxW, y0+boxH), color.RGBA{160, 0, 0, 255})
+		} else if int(label) < len(classes) && label >= 0 {
+			name = classes[label]
 		}
 		if o.Captions {
-			base := y0 + out.H*scale + lineH - 2
+			base := y0 + boxH + lineH - 2
 			text(sheet, x0, base, fmt.Sprint(idx), cw)
 			text(sheet, x0, base+lineH, name, cw)
 		}
