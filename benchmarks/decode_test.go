@@ -18,7 +18,9 @@ import (
 )
 
 // BenchmarkDecode measures JPEG decoding alone, per core and on 2 cores:
-// libjpeg-turbo (PIL's decoder) against the Go decoder, on the CIFAR-10
+// decoder=turbo (PIL's pixels: internal/jpegx for images up to 256×256,
+// libjpeg-turbo for the rest), decoder=libjpeg (libjpeg-turbo for every
+// image, the same pixels) and the Go decoder, on the CIFAR-10
 // JPEGs (32×32) and on the large-image set (ImageNet-sized photographs,
 // scripts/make-large-images.py), each image at its own size into a
 // reused buffer. Then the whole CIFAR data path with each decoder.
@@ -26,7 +28,7 @@ import (
 //	go test ./benchmarks/ -run XXX -bench Decode -benchtime 3s
 func BenchmarkDecode(b *testing.B) {
 	for _, src := range []string{"tar-jpeg", "large-jpeg"} {
-		for _, dec := range []string{"turbo", "go"} {
+		for _, dec := range []string{"turbo", "libjpeg", "go"} {
 			for _, workers := range []int{1, 2} {
 				b.Run(fmt.Sprintf("src=%s/decoder=%s/workers=%d", src, dec, workers), func(b *testing.B) {
 					benchDecode(b, src, dec, workers)
@@ -90,7 +92,11 @@ func encodedImages(b *testing.B, src string) [][]byte {
 // benchDecode decodes src's images round-robin on workers goroutines,
 // each with its own decoder and buffer, as the loader's workers do.
 func benchDecode(b *testing.B, src, dec string, workers int) {
-	backend, err := imagedec.ChooseBackend(dec)
+	name := dec
+	if dec == "libjpeg" {
+		name = "turbo"
+	}
+	backend, err := imagedec.ChooseBackend(name)
 	if err != nil {
 		b.Skip(err)
 	}
@@ -103,7 +109,7 @@ func benchDecode(b *testing.B, src, dec string, workers int) {
 	var wg sync.WaitGroup
 	for range workers {
 		wg.Go(func() {
-			d := imagedec.Decoder{Backend: backend}
+			d := imagedec.Decoder{Backend: backend, LibjpegOnly: dec == "libjpeg"}
 			var buf []byte
 			for {
 				i := next.Add(1) - 1

@@ -51,7 +51,7 @@ func BenchmarkDecodeCIFARJPEG(b *testing.B) {
 	for _, lib := range []bool{true, false} {
 		name := map[bool]string{true: "libjpeg-turbo", false: "jpegx"}[lib]
 		b.Run("decoder="+name, func(b *testing.B) {
-			d := &Decoder{H: 32, W: 32, Backend: TurboJPEG, libjpegOnly: lib}
+			d := &Decoder{H: 32, W: 32, Backend: TurboJPEG, LibjpegOnly: lib}
 			dst := make([]byte, 32*32*3)
 			b.ReportAllocs()
 			start := time.Now()

@@ -125,15 +125,17 @@ type Decoder struct {
 	MaxPixels int64   // 0 means DefaultMaxPixels
 	Resize    bool    // stretch images of another size to H×W
 	Backend   Backend // the JPEG decoder; the zero value is GoJPEG
+	// LibjpegOnly sends every JPEG of the TurboJPEG backend to
+	// libjpeg-turbo, none to internal/jpegx (same pixels; for comparing).
+	LibjpegOnly bool
 
-	jpeg        jpegdec.Decoder
-	jx          jpegx.Decoder // libjpeg-turbo's pixels for common JPEGs, without its setup cost
-	libjpegOnly bool          // TurboJPEG decodes every JPEG (tests and benchmarks)
-	tj          *turboHandle  // Backend TurboJPEG's decompressor, made on first use
-	cmyk        []byte        // a CMYK JPEG before conversion (TurboJPEG)
-	br          bytes.Reader
-	native      []byte // an image at its own size, before resizing
-	rs          resizer
+	jpeg   jpegdec.Decoder
+	jx     jpegx.Decoder // libjpeg-turbo's pixels for small JPEGs, without its setup cost
+	tj     *turboHandle  // Backend TurboJPEG's decompressor, made on first use
+	cmyk   []byte        // a CMYK JPEG before conversion (TurboJPEG)
+	br     bytes.Reader
+	native []byte // an image at its own size, before resizing
+	rs     resizer
 }
 
 // DecodeConfig reads the format and size of the image in data from its

@@ -65,7 +65,7 @@ func checkExactTar(t *testing.T, path string) (took, all int) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	lib := &Decoder{libjpegOnly: true}
+	lib := &Decoder{LibjpegOnly: true}
 	var jx jpegx.Decoder
 	tr := tar.NewReader(bufio.NewReaderSize(f, 1<<20))
 	bad := 0
@@ -132,7 +132,7 @@ func TestExactMatchesLibjpegLarge(t *testing.T) {
 // upsampling, partial MCUs, tiny widths left to libjpeg.
 func TestExactMatchesLibjpegGenerated(t *testing.T) {
 	requireTurbo(t)
-	lib := &Decoder{libjpegOnly: true}
+	lib := &Decoder{LibjpegOnly: true}
 	var jx jpegx.Decoder
 	rng := rand.New(rand.NewPCG(1, 2))
 	took, all := 0, 0
@@ -182,7 +182,7 @@ func TestExactMatchesLibjpegGenerated(t *testing.T) {
 // greyscale, CMYK): jpegx takes what it can, exactly.
 func TestExactFixtures(t *testing.T) {
 	requireTurbo(t)
-	lib := &Decoder{libjpegOnly: true}
+	lib := &Decoder{LibjpegOnly: true}
 	var jx jpegx.Decoder
 	files, _ := filepath.Glob(fixtures + "img/*.jp*g")
 	for _, f := range files {
@@ -214,7 +214,7 @@ func FuzzExactMatchesLibjpeg(f *testing.F) {
 		}
 		f.Add(buf.Bytes())
 	}
-	lib := &Decoder{libjpegOnly: true}
+	lib := &Decoder{LibjpegOnly: true}
 	var jx jpegx.Decoder
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if TurboAvailable() != nil {

@@ -7,6 +7,7 @@ import (
 	"image/jpeg"
 	"testing"
 
+	"github.com/loaderd/loaderd/internal/jpegx"
 	"github.com/loaderd/loaderd/loader/internal/loadertest"
 )
 
@@ -21,7 +22,7 @@ func BenchmarkDecodeBySize(b *testing.B) {
 	imgs := tarJPEGs(b, loadertest.LargeImagesTar(b), 1)
 	w, h, _, _ := scanSOF(imgs[0])
 	src := make([]byte, w*h*3)
-	d := &Decoder{H: h, W: w, Backend: TurboJPEG, libjpegOnly: true}
+	d := &Decoder{H: h, W: w, Backend: TurboJPEG, LibjpegOnly: true}
 	if err := d.Decode(imgs[0], src); err != nil {
 		b.Fatal(err)
 	}
@@ -41,10 +42,17 @@ func BenchmarkDecodeBySize(b *testing.B) {
 		for _, lib := range []bool{true, false} {
 			name := map[bool]string{true: "libjpeg-turbo", false: "jpegx"}[lib]
 			b.Run(fmt.Sprintf("side=%d/decoder=%s", side, name), func(b *testing.B) {
-				d := &Decoder{H: side, W: side, Backend: TurboJPEG, libjpegOnly: lib}
+				d := &Decoder{H: side, W: side, Backend: TurboJPEG, LibjpegOnly: true}
+				var jx jpegx.Decoder
 				dst := make([]byte, side*side*3)
 				for b.Loop() {
-					if err := d.Decode(buf.Bytes(), dst); err != nil {
+					var err error
+					if lib {
+						err = d.Decode(buf.Bytes(), dst)
+					} else {
+						err = jx.DecodeRGB(buf.Bytes(), dst)
+					}
+					if err != nil {
 						b.Fatal(err)
 					}
 				}

@@ -141,7 +141,7 @@ func (d *Decoder) turboRGB(data, out []byte, w, h int) error {
 		cmykToRGB(out, d.cmyk[:n])
 		return nil
 	}
-	if !d.libjpegOnly && !exactOff && w == int(t.width) && h == int(t.height) && w*h <= exactMaxPixels {
+	if !d.LibjpegOnly && !exactOff && w == int(t.width) && h == int(t.height) && w*h <= exactMaxPixels {
 		// Same pixels as libjpeg-turbo's; anything jpegx is unsure of
 		// goes on to libjpeg-turbo itself.
 		if d.jx.DecodeRGB(data, out) == nil {
