@@ -30,5 +30,9 @@
 // and arm64 build uses; libjpeg's plain C IDCT wraps instead of saturating
 // for coefficients no encoder produces, where the two could differ.
 //
+// The arithmetic follows libjpeg-turbo's jidctint.c, jdsample.c,
+// jdmainct.c and jdcolor.c (IJG and modified-BSD licences): this software
+// is based in part on the work of the Independent JPEG Group.
+//
 // A Decoder is not safe for concurrent use; use one per goroutine.
 package jpegx
