@@ -40,33 +40,9 @@ func idctGo(dst []byte, stride int, blk *[64]int32) bool {
 			bad = bad || uint32(dc+maxPass1) > 2*maxPass1
 			continue
 		}
-		// Even part.
-		z2, z3 := blk[16+c], blk[48+c]
-		z1 := (z2 + z3) * fix0_541196100
-		tmp2 := z1 - z3*fix1_847759065
-		tmp3 := z1 + z2*fix0_765366865
-		z2, z3 = blk[c], blk[32+c]
-		tmp0 := (z2 + z3) << constBits
-		tmp1 := (z2 - z3) << constBits
-		tmp10, tmp13 := tmp0+tmp3, tmp0-tmp3
-		tmp11, tmp12 := tmp1+tmp2, tmp1-tmp2
-		// Odd part.
-		tmp0, tmp1, tmp2, tmp3 = blk[56+c], blk[40+c], blk[24+c], blk[8+c]
-		z1, z2, z3 = tmp0+tmp3, tmp1+tmp2, tmp0+tmp2
-		z4 := tmp1 + tmp3
-		z5 := (z3 + z4) * fix1_175875602
-		tmp0 *= fix0_298631336
-		tmp1 *= fix2_053119869
-		tmp2 *= fix3_072711026
-		tmp3 *= fix1_501321110
-		z1 *= -fix0_899976223
-		z2 *= -fix2_562915447
-		z3 = z3*-fix1_961570560 + z5
-		z4 = z4*-fix0_390180644 + z5
-		tmp0 += z1 + z3
-		tmp1 += z2 + z4
-		tmp2 += z2 + z3
-		tmp3 += z1 + z4
+		e, o := islow1D(blk[c], blk[8+c], blk[16+c], blk[24+c], blk[32+c], blk[40+c], blk[48+c], blk[56+c])
+		tmp10, tmp11, tmp12, tmp13 := e[0], e[1], e[2], e[3]
+		tmp0, tmp1, tmp2, tmp3 := o[0], o[1], o[2], o[3]
 		const sh, rnd = constBits - pass1Bits, 1 << (constBits - pass1Bits - 1)
 		o0, o7 := (tmp10+tmp3+rnd)>>sh, (tmp10-tmp3+rnd)>>sh
 		o1, o6 := (tmp11+tmp2+rnd)>>sh, (tmp11-tmp2+rnd)>>sh
@@ -90,30 +66,9 @@ func idctGo(dst []byte, stride int, blk *[64]int32) bool {
 			*out = [8]byte{v, v, v, v, v, v, v, v}
 			continue
 		}
-		z2, z3 := w[2], w[6]
-		z1 := (z2 + z3) * fix0_541196100
-		tmp2 := z1 - z3*fix1_847759065
-		tmp3 := z1 + z2*fix0_765366865
-		tmp0 := (w[0] + w[4]) << constBits
-		tmp1 := (w[0] - w[4]) << constBits
-		tmp10, tmp13 := tmp0+tmp3, tmp0-tmp3
-		tmp11, tmp12 := tmp1+tmp2, tmp1-tmp2
-		tmp0, tmp1, tmp2, tmp3 = w[7], w[5], w[3], w[1]
-		z1, z2, z3 = tmp0+tmp3, tmp1+tmp2, tmp0+tmp2
-		z4 := tmp1 + tmp3
-		z5 := (z3 + z4) * fix1_175875602
-		tmp0 *= fix0_298631336
-		tmp1 *= fix2_053119869
-		tmp2 *= fix3_072711026
-		tmp3 *= fix1_501321110
-		z1 *= -fix0_899976223
-		z2 *= -fix2_562915447
-		z3 = z3*-fix1_961570560 + z5
-		z4 = z4*-fix0_390180644 + z5
-		tmp0 += z1 + z3
-		tmp1 += z2 + z4
-		tmp2 += z2 + z3
-		tmp3 += z1 + z4
+		e, o := islow1D(w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7])
+		tmp10, tmp11, tmp12, tmp13 := e[0], e[1], e[2], e[3]
+		tmp0, tmp1, tmp2, tmp3 := o[0], o[1], o[2], o[3]
 		const sh, rnd = constBits + pass1Bits + 3, 1 << (constBits + pass1Bits + 2)
 		out[0] = clamp((tmp10+tmp3+rnd)>>sh + 128)
 		out[7] = clamp((tmp10-tmp3+rnd)>>sh + 128)
@@ -125,6 +80,32 @@ func idctGo(dst []byte, stride int, blk *[64]int32) bool {
 		out[4] = clamp((tmp13-tmp0+rnd)>>sh + 128)
 	}
 	return true
+}
+
+// islow1D is one 8-point pass of jpeg_idct_islow before its final
+// butterflies: the even part's tmp10..tmp13 and the odd part's tmp0..tmp3.
+// Output k is e[k] + o[3-k], output 7-k is e[k] - o[3-k].
+func islow1D(x0, x1, x2, x3, x4, x5, x6, x7 int32) (e, o [4]int32) {
+	z1 := (x2 + x6) * fix0_541196100
+	tmp2 := z1 - x6*fix1_847759065
+	tmp3 := z1 + x2*fix0_765366865
+	tmp0 := (x0 + x4) << constBits
+	tmp1 := (x0 - x4) << constBits
+	e = [4]int32{tmp0 + tmp3, tmp1 + tmp2, tmp1 - tmp2, tmp0 - tmp3}
+	tmp0, tmp1, tmp2, tmp3 = x7, x5, x3, x1
+	z1, z2, z3 := tmp0+tmp3, tmp1+tmp2, tmp0+tmp2
+	z4 := tmp1 + tmp3
+	z5 := (z3 + z4) * fix1_175875602
+	tmp0 *= fix0_298631336
+	tmp1 *= fix2_053119869
+	tmp2 *= fix3_072711026
+	tmp3 *= fix1_501321110
+	z1 *= -fix0_899976223
+	z2 *= -fix2_562915447
+	z3 = z3*-fix1_961570560 + z5
+	z4 = z4*-fix0_390180644 + z5
+	o = [4]int32{tmp0 + z1 + z3, tmp1 + z2 + z4, tmp2 + z2 + z3, tmp3 + z1 + z4}
+	return e, o
 }
 
 // idctDC is idct for a block whose only coefficient is DC.

@@ -116,19 +116,12 @@ func (a *source) index(k int, pixCol, labelCol string, h, w int) (err error) {
 			err = fmt.Errorf("%w: arrow reader panic: %v", loader.ErrCorrupt, r)
 		}
 	}()
-	if err := verifyArrowFooter(a.files[k].data); err != nil {
-		return err
-	}
-	r, err := ipc.NewMappedFileReader(a.files[k].data)
+	r, pi, li, err := openColumns(a.files[k].data, pixCol, labelCol)
 	if err != nil {
-		return fmt.Errorf("%w: %w", loader.ErrCorrupt, err)
+		return err
 	}
 	defer r.Close()
 	schema := r.Schema()
-	pi, li := schema.FieldIndices(pixCol), schema.FieldIndices(labelCol)
-	if len(pi) != 1 || len(li) != 1 {
-		return fmt.Errorf("%w: want one %q and one %q column, schema is %s", loader.ErrColumn, pixCol, labelCol, schema)
-	}
 	spec, classes, err := arrowShape(schema, h, w)
 	if err != nil {
 		return err
@@ -144,7 +137,7 @@ func (a *source) index(k int, pixCol, labelCol string, h, w int) (err error) {
 		if err != nil {
 			return fmt.Errorf("%w: record batch %d: %w", loader.ErrCorrupt, b, err)
 		}
-		err = a.addBatch(k, row, rec.Column(pi[0]), rec.Column(li[0]))
+		err = a.addBatch(k, row, rec.Column(pi), rec.Column(li))
 		row += rec.NumRows()
 		rec.Release()
 		if err != nil {
@@ -362,4 +355,23 @@ func (a *source) Close() error {
 		a.files[i].data = nil
 	}
 	return errors.Join(errs...)
+}
+
+// openColumns opens a mapped Arrow IPC file, checked, and finds its one
+// column of each name: their field indices.
+func openColumns(data []byte, col, labelCol string) (r *ipc.FileReader, ci, li int, err error) {
+	if err := verifyArrowFooter(data); err != nil {
+		return nil, 0, 0, err
+	}
+	r, err = ipc.NewMappedFileReader(data)
+	if err != nil {
+		return nil, 0, 0, fmt.Errorf("%w: %w", loader.ErrCorrupt, err)
+	}
+	schema := r.Schema()
+	c, l := schema.FieldIndices(col), schema.FieldIndices(labelCol)
+	if len(c) != 1 || len(l) != 1 {
+		r.Close()
+		return nil, 0, 0, fmt.Errorf("%w: want one %q and one %q column, schema is %s", loader.ErrColumn, col, labelCol, schema)
+	}
+	return r, c[0], l[0], nil
 }

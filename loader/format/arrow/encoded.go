@@ -222,19 +222,12 @@ func (a *encSource) index(k int, imgCol, labelCol string) (err error) {
 			err = fmt.Errorf("%w: arrow reader panic: %v", loader.ErrCorrupt, r)
 		}
 	}()
-	if err := verifyArrowFooter(a.files[k].data); err != nil {
-		return err
-	}
-	r, err := ipc.NewMappedFileReader(a.files[k].data)
+	r, ii, li, err := openColumns(a.files[k].data, imgCol, labelCol)
 	if err != nil {
-		return fmt.Errorf("%w: %w", loader.ErrCorrupt, err)
+		return err
 	}
 	defer r.Close()
 	schema := r.Schema()
-	ii, li := schema.FieldIndices(imgCol), schema.FieldIndices(labelCol)
-	if len(ii) != 1 || len(li) != 1 {
-		return fmt.Errorf("%w: want one %q and one %q column, schema is %s", loader.ErrColumn, imgCol, labelCol, schema)
-	}
 	var classes []string
 	if v, ok := schema.Metadata().GetValue(MetaClasses); ok {
 		if err := json.Unmarshal([]byte(v), &classes); err != nil {
@@ -252,7 +245,7 @@ func (a *encSource) index(k int, imgCol, labelCol string) (err error) {
 		if err != nil {
 			return fmt.Errorf("%w: record batch %d: %w", loader.ErrCorrupt, b, err)
 		}
-		err = a.addBatch(k, row, rec.Column(ii[0]), rec.Column(li[0]))
+		err = a.addBatch(k, row, rec.Column(ii), rec.Column(li))
 		row += rec.NumRows()
 		rec.Release()
 		if err != nil {
