@@ -5,6 +5,9 @@ package jpegx
 func (d *Decoder) decodeScan(data []byte, pos int, dst []byte) error {
 	br := &d.br
 	br.reset(data, pos)
+	// A block is decoded into a zeroed d.blk and zeroed again after its
+	// IDCT; an image given up halfway leaves coefficients behind.
+	d.blk = [64]int32{}
 	mx, my := d.comp[0].bw/d.comp[0].h, d.comp[0].bh/d.comp[0].v
 	left, rst := d.ri, byte(0)
 	for y := range my {

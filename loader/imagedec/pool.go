@@ -43,7 +43,7 @@ func (p *Pool) Backend() Backend { return p.backend }
 // (LIBRARY FILE)" or "go (internal/jpegdec)".
 func (p *Pool) DecoderName() string {
 	if p.backend == TurboJPEG {
-		return "turbo (" + TurboPath() + ")"
+		return "turbo (" + TurboPath() + "; internal/jpegx up to 256×256)"
 	}
 	return "go (internal/jpegdec)"
 }
