@@ -2,7 +2,6 @@ package arrow
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"sort"
@@ -11,11 +10,9 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/ipc"
 
 	"github.com/loaderd/loaderd/augment"
 	"github.com/loaderd/loaderd/loader"
-	"github.com/loaderd/loaderd/loader/format/internal/mmap"
 	"github.com/loaderd/loaderd/loader/format/internal/options"
 )
 
@@ -37,17 +34,9 @@ const (
 // open. It is safe for concurrent use. The file layout and the options
 // are in the package documentation.
 type source struct {
-	path    string
-	files   []arrowFile
+	mapped
 	batches []arrowBatch // over all files, by start
-	labels  []int32      // -1 where null or out of int32 range
 	spec    augment.Spec
-	classes []string
-}
-
-type arrowFile struct {
-	path string
-	data []byte // mapped
 }
 
 type arrowBatch struct {
@@ -79,31 +68,10 @@ func openRaw(o *options.Options, files []string, pixCol string) (*source, error)
 	if err != nil {
 		return nil, err
 	}
-	a := &source{path: o.Path}
-	for _, name := range files {
-		data, err := mmap.Map(name)
-		if err != nil {
-			a.Close()
-			return nil, &loader.RecordError{File: name, Record: -1, Err: err}
-		}
-		a.files = append(a.files, arrowFile{path: name, data: data})
-		if err := a.index(len(a.files)-1, pixCol, o.Str("label", "label"), h, w); err != nil {
-			a.Close()
-			return nil, &loader.RecordError{File: name, Record: -1, Err: err}
-		}
-	}
-	if len(a.labels) == 0 {
-		a.Close()
-		return nil, &loader.RecordError{File: o.Path, Record: -1, Err: fmt.Errorf("%w: no rows", loader.ErrTruncated)}
-	}
-	if a.classes == nil {
-		hi := int32(-1)
-		for _, l := range a.labels {
-			hi = max(hi, l)
-		}
-		for i := range hi + 1 {
-			a.classes = append(a.classes, strconv.Itoa(int(i)))
-		}
+	a := &source{mapped: mapped{path: o.Path}}
+	label := o.Str("label", "label")
+	if err := a.mapAll(files, func(k int) error { return a.index(k, pixCol, label, h, w) }); err != nil {
+		return nil, err
 	}
 	return a, nil
 }
@@ -294,26 +262,8 @@ func equalStrings(a, b []string) bool {
 	return true
 }
 
-// Len returns the number of rows over all files.
-func (a *source) Len() int64 { return int64(len(a.labels)) }
-
 // Spec returns the shape from the metadata, U8.
 func (a *source) Spec() augment.Spec { return a.spec }
-
-// Classes returns the class names from the metadata, else "0" to the
-// largest label.
-func (a *source) Classes() []string { return a.classes }
-
-// String names the source as arrow:PATH.
-func (a *source) String() string { return "arrow:" + a.path }
-
-// Label returns the label of sample i.
-func (a *source) Label(i int64) (int32, error) {
-	if i < 0 || i >= a.Len() {
-		return 0, &loader.RecordError{File: a.path, Record: i, Err: loader.ErrIndex}
-	}
-	return a.labels[i], nil
-}
 
 // batch returns the record batch holding row i, 0 ≤ i < Len().
 func (a *source) batch(i int64) *arrowBatch {
@@ -345,33 +295,4 @@ func (a *source) Sample(i int64, _ []byte) (int32, []byte, error) {
 	}
 	n := int64(a.spec.Bytes())
 	return label, b.pix[j*n : (j+1)*n : (j+1)*n], nil
-}
-
-// Close unmaps the files.
-func (a *source) Close() error {
-	var errs []error
-	for i := range a.files {
-		errs = append(errs, mmap.Unmap(a.files[i].data))
-		a.files[i].data = nil
-	}
-	return errors.Join(errs...)
-}
-
-// openColumns opens a mapped Arrow IPC file, checked, and finds its one
-// column of each name: their field indices.
-func openColumns(data []byte, col, labelCol string) (r *ipc.FileReader, ci, li int, err error) {
-	if err := verifyArrowFooter(data); err != nil {
-		return nil, 0, 0, err
-	}
-	r, err = ipc.NewMappedFileReader(data)
-	if err != nil {
-		return nil, 0, 0, fmt.Errorf("%w: %w", loader.ErrCorrupt, err)
-	}
-	schema := r.Schema()
-	c, l := schema.FieldIndices(col), schema.FieldIndices(labelCol)
-	if len(c) != 1 || len(l) != 1 {
-		r.Close()
-		return nil, 0, 0, fmt.Errorf("%w: want one %q and one %q column, schema is %s", loader.ErrColumn, col, labelCol, schema)
-	}
-	return r, c[0], l[0], nil
 }

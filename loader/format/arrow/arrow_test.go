@@ -95,7 +95,7 @@ func FuzzArrowIndex(f *testing.F) {
 		f.Add(loadertest.Fixture(f, name))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		a := &source{files: []arrowFile{{path: "fuzz", data: data}}}
+		a := &source{mapped: mapped{files: []arrowFile{{path: "fuzz", data: data}}}}
 		err := a.index(0, "pixels", "label", 0, 0)
 		if err != nil {
 			if !errors.Is(err, loader.ErrCorrupt) && !errors.Is(err, loader.ErrTruncated) && !errors.Is(err, loader.ErrColumn) {

@@ -2,7 +2,6 @@ package arrow
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"sort"
 	"strconv"
@@ -117,11 +116,8 @@ func encodedType(t arrow.DataType) bool {
 // offsets copied and checked at open, so Sample reads nothing and trusts
 // no offset it has not checked. It is safe for concurrent use.
 type encSource struct {
-	path    string
-	files   []arrowFile
+	mapped
 	batches []encBatch // over all files, by start
-	labels  []int32    // -1 where null or out of int32 range
-	classes []string
 	dec     *imagedec.Pool
 	max     int64 // maxbytes=
 }
@@ -150,31 +146,10 @@ func openEncoded(o *options.Options, files []string, col string) (*encSource, er
 	if err != nil {
 		return nil, err
 	}
-	a := &encSource{path: o.Path, max: maxBytes}
-	for _, name := range files {
-		data, err := mmap.Map(name)
-		if err != nil {
-			a.Close()
-			return nil, &loader.RecordError{File: name, Record: -1, Err: err}
-		}
-		a.files = append(a.files, arrowFile{path: name, data: data})
-		if err := a.index(len(a.files)-1, col, o.Str("label", "label")); err != nil {
-			a.Close()
-			return nil, &loader.RecordError{File: name, Record: -1, Err: err}
-		}
-	}
-	if len(a.labels) == 0 {
-		a.Close()
-		return nil, &loader.RecordError{File: o.Path, Record: -1, Err: fmt.Errorf("%w: no rows", loader.ErrTruncated)}
-	}
-	if a.classes == nil {
-		hi := int32(-1)
-		for _, l := range a.labels {
-			hi = max(hi, l)
-		}
-		for i := range hi + 1 {
-			a.classes = append(a.classes, strconv.Itoa(int(i)))
-		}
+	a := &encSource{mapped: mapped{path: o.Path}, max: maxBytes}
+	label := o.Str("label", "label")
+	if err := a.mapAll(files, func(k int) error { return a.index(k, col, label) }); err != nil {
+		return nil, err
 	}
 	if o.AnySize() {
 		if resize {
@@ -321,29 +296,11 @@ func (a *encSource) recordError(i int64, err error) error {
 	return &loader.RecordError{File: a.files[b.file].path, Record: b.row + j, Err: err}
 }
 
-// Len returns the number of rows over all files.
-func (a *encSource) Len() int64 { return int64(len(a.labels)) }
-
 // Spec returns H×W×3 U8 HWC, or 0×0×3 with size=any.
 func (a *encSource) Spec() augment.Spec { return a.dec.Spec() }
 
-// Classes returns the class names from the metadata, else "0" to the
-// largest label.
-func (a *encSource) Classes() []string { return a.classes }
-
-// String names the source as arrow:PATH.
-func (a *encSource) String() string { return "arrow:" + a.path }
-
 // Decoder names the JPEG decoder (decoder=), for loaderd inspect.
 func (a *encSource) Decoder() string { return a.dec.DecoderName() }
-
-// Label returns the label of row i.
-func (a *encSource) Label(i int64) (int32, error) {
-	if i < 0 || i >= a.Len() {
-		return 0, &loader.RecordError{File: a.path, Record: i, Err: loader.ErrIndex}
-	}
-	return a.labels[i], nil
-}
 
 // Name returns row i's file and row in it, as FILE#ROW.
 func (a *encSource) Name(i int64) string {
@@ -403,16 +360,6 @@ func (a *encSource) SampleSized(i int64, scratch []byte, scale loader.Scaler) (l
 		return 0, nil, 0, 0, 0, a.recordError(i, err)
 	}
 	return label, pix, h, w, d, nil
-}
-
-// Close unmaps the files.
-func (a *encSource) Close() error {
-	var errs []error
-	for i := range a.files {
-		errs = append(errs, mmap.Unmap(a.files[i].data))
-		a.files[i].data = nil
-	}
-	return errors.Join(errs...)
 }
 
 var _ loader.SizedSource = (*encSource)(nil)

@@ -260,7 +260,7 @@ func FuzzArrowEncodedIndex(f *testing.F) {
 	}
 	f.Add(seed)
 	f.Fuzz(func(t *testing.T, data []byte) {
-		a := &encSource{files: []arrowFile{{path: "fuzz", data: data}}}
+		a := &encSource{mapped: mapped{files: []arrowFile{{path: "fuzz", data: data}}}}
 		if err := a.index(0, "image", "label"); err != nil {
 			if !errors.Is(err, loader.ErrCorrupt) && !errors.Is(err, loader.ErrTruncated) && !errors.Is(err, loader.ErrColumn) {
 				t.Fatalf("error wraps no sentinel: %v", err)
