@@ -34,10 +34,10 @@ func init() {
 // output row into dst.
 func (d *Decoder) toRGB(dst []byte) {
 	y := &d.comp[0]
-	ys := y.bw * 8
+	ys := y.stride
 	if d.nc == 1 {
 		for r := range d.h {
-			src := d.plane[r*ys : r*ys+d.w]
+			src := d.plane[y.off+r*ys : y.off+r*ys+d.w]
 			out := dst[r*d.w*3 : (r+1)*d.w*3]
 			for i, v := range src {
 				o := (*[3]byte)(out[i*3:])
@@ -47,7 +47,7 @@ func (d *Decoder) toRGB(dst []byte) {
 		return
 	}
 	cb, cr := &d.comp[1], &d.comp[2]
-	cs := cb.bw * 8
+	cs := cb.stride
 	ww := cb.dw * d.hmax // upsampled width, at least w
 	for i := range d.row {
 		if cap(d.row[i]) < ww {
@@ -56,8 +56,19 @@ func (d *Decoder) toRGB(dst []byte) {
 		d.row[i] = d.row[i][:ww]
 	}
 	ucb, ucr := d.row[0], d.row[1]
+	if d.hmax == 2 && d.vmax == 2 {
+		// Each chroma row's margins repeat its edge samples: then the
+		// upsampler's special first and last columns are its general
+		// formula (see up420).
+		for _, c := range []*component{cb, cr} {
+			for r := range c.dh {
+				row := d.plane[c.off+r*cs-1 : c.off+r*cs+c.dw+1]
+				row[0], row[c.dw+1] = row[1], row[c.dw]
+			}
+		}
+	}
 	for r := range d.h {
-		yrow := d.plane[r*ys : r*ys+d.w]
+		yrow := d.plane[y.off+r*ys : y.off+r*ys+d.w]
 		out := dst[r*d.w*3 : (r+1)*d.w*3]
 		switch {
 		case d.hmax == 1: // 4:4:4
@@ -73,30 +84,17 @@ func (d *Decoder) toRGB(dst []byte) {
 			near := r >> 1
 			far := near - 1 + 2*(r&1)
 			far = min(max(far, 0), cb.dh-1)
-			n, f := near*cs, far*cs
-			up420(ucb, d.pad(0, d.plane[cb.off+n:cb.off+n+cb.dw]), d.pad(1, d.plane[cb.off+f:cb.off+f+cb.dw]))
-			up420(ucr, d.pad(2, d.plane[cr.off+n:cr.off+n+cr.dw]), d.pad(3, d.plane[cr.off+f:cr.off+f+cr.dw]))
+			n, f := near*cs-1, far*cs-1 // rows with their margins
+			up420(ucb, d.plane[cb.off+n:cb.off+n+cb.dw+2], d.plane[cb.off+f:cb.off+f+cb.dw+2])
+			up420(ucr, d.plane[cr.off+n:cr.off+n+cr.dw+2], d.plane[cr.off+f:cr.off+f+cr.dw+2])
 			convert(out, yrow, ucb, ucr)
 		}
 	}
 }
 
-// pad copies a chroma row into padding buffer i with its first and last
-// samples repeated beyond its ends, where h2v2 upsampling finds the
-// neighbours of the edge columns.
-func (d *Decoder) pad(i int, row []byte) []byte {
-	n := len(row)
-	if cap(d.pads[i]) < n+2 {
-		d.pads[i] = make([]byte, n+2)
-	}
-	p := d.pads[i][:n+2]
-	p[0], p[n+1] = row[0], row[n-1]
-	copy(p[1:], row)
-	return p
-}
-
-// up420 is libjpeg's h2v2_fancy_upsample for one output row, from padded
-// rows (see pad): near the nearer input row, far the further one. The
+// up420 is libjpeg's h2v2_fancy_upsample for one output row, from rows
+// with their margins (each edge sample repeated beyond it): near the
+// nearer input row, far the further one. The
 // triangle filter weighs them 3:1 vertically, then neighbouring columns
 // 3:1; with the padding the edge columns' special cases,
 // (4·this + 8) >> 4 and (4·this + 7) >> 4, are the general formula.

@@ -19,6 +19,7 @@ type component struct {
 	tq     int // quantisation table
 	td, ta int // DC and AC Huffman tables of the scan
 	bw, bh int // blocks across and down in the plane, MCU-padded
+	stride int // plane row stride: bw·8 and a margin each side
 	dw, dh int // downsampled (real) width and height in samples
 	off    int // plane offset in Decoder.planes
 	pred   int32
@@ -47,7 +48,6 @@ type Decoder struct {
 	blk   [64]int32
 	plane []byte
 	row   [2][]byte // upsampled Cb and Cr of one output row
-	pads  [4][]byte // padded chroma rows (see pad)
 }
 
 func be16(b []byte) int { return int(binary.BigEndian.Uint16(b)) }
@@ -138,8 +138,7 @@ func (d *Decoder) readSOF(s, dst []byte) bool {
 		c.h, c.v, d.hmax, d.vmax = 1, 1, 1, 1
 		c.dw, c.dh = d.w, d.h
 		c.bw, c.bh = (d.w+7)/8, (d.h+7)/8
-		c.off = 0
-		d.grow(c.bw * c.bh * 64)
+		d.grow(c.layout(0))
 		return true
 	}
 	y, cb, cr := &d.comp[0], &d.comp[1], &d.comp[2]
@@ -155,14 +154,23 @@ func (d *Decoder) readSOF(s, dst []byte) bool {
 		c.dw = (d.w*c.h + d.hmax - 1) / d.hmax
 		c.dh = (d.h*c.v + d.vmax - 1) / d.vmax
 		c.bw, c.bh = mx*c.h, my*c.v
-		c.off = off
-		off += c.bw * c.bh * 64
+		off = c.layout(off)
 	}
 	if cb.dw <= 2 && d.hmax == 2 {
 		return false // libjpeg upsamples so narrow an image without the filter
 	}
 	d.grow(off)
 	return true
+}
+
+// layout places the component's plane at off in Decoder.plane and returns
+// where the next one starts. Each row has a margin sample on either side,
+// where the 4:2:0 upsampler finds the edge columns' stand-ins (see
+// toRGB).
+func (c *component) layout(off int) int {
+	c.stride = c.bw*8 + 16 // 8-byte margins keep the IDCT's row stores aligned
+	c.off = off + 8
+	return off + c.stride*c.bh*8
 }
 
 func (d *Decoder) grow(n int) {

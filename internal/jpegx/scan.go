@@ -29,7 +29,7 @@ func (d *Decoder) decodeScan(data []byte, pos int, dst []byte) error {
 			for i := range d.nc {
 				c := &d.comp[i]
 				dc, ac, q := &d.huff[0][c.td], &d.huff[1][c.ta], &d.qt[c.tq]
-				stride := c.bw * 8
+				stride := c.stride
 				for v := range c.v {
 					for h := range c.h {
 						last, ok := br.decodeBlock(&d.blk, dc, ac, q, &c.pred)
