@@ -2,9 +2,10 @@
 // byte libjpeg-turbo's (and so PIL's and torchvision's) for the files
 // most datasets hold, with none of libjpeg's per-image setup cost.
 //
-// libjpeg-turbo spends ~6 µs setting up every image (memory pools, colour
-// and range tables, Huffman tables, module selection) before it decodes
-// anything: for a 32×32 CIFAR JPEG that is more than half of the decode.
+// libjpeg-turbo sets up every image anew (memory pools, colour and range
+// tables, Huffman tables, module selection) before it decodes anything:
+// for a 32×32 CIFAR JPEG that is more than half of the decode
+// (loader/imagedec's BenchmarkDecodeBySize, scripts/libjpeg-costs.py).
 // This decoder keeps its tables and planes between images, rebuilds a
 // Huffman table only when its definition changes, and reproduces
 // libjpeg-turbo's arithmetic exactly:
