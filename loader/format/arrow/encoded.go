@@ -151,15 +151,7 @@ func openEncoded(o *options.Options, files []string, col string) (*encSource, er
 	if err := a.mapAll(files, func(k int) error { return a.index(k, col, label) }); err != nil {
 		return nil, err
 	}
-	if o.AnySize() {
-		if resize {
-			a.Close()
-			return nil, o.Errorf("size=any keeps each image's size; resize=bilinear needs a size")
-		}
-		if o.Get("maxpixels") == "" {
-			maxPx = imagedec.AnySizeMaxPixels // a worker's scratch holds one
-		}
-	} else if h == 0 { // the first image's size
+	if h == 0 && !o.AnySize() { // the first image's size
 		if h, w, err = a.firstSize(maxPx); err != nil {
 			a.Close()
 			return nil, err

@@ -66,14 +66,7 @@ func open(spec string) (*source, error) {
 	if err := f.index(); err != nil {
 		return nil, err
 	}
-	if o.AnySize() {
-		if resize {
-			return nil, o.Errorf("size=any keeps each image's size; resize=bilinear needs a size")
-		}
-		if o.Get("maxpixels") == "" {
-			maxPx = imagedec.AnySizeMaxPixels // a worker's scratch holds one
-		}
-	} else if h == 0 {
+	if h == 0 && !o.AnySize() {
 		first := f.Path(0)
 		var buf []byte
 		data, err := readFileInto(first, &buf, f.maxBytes)

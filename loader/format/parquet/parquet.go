@@ -82,14 +82,7 @@ func open(spec string) (*source, error) {
 			p.classes = append(p.classes, strconv.Itoa(int(i)))
 		}
 	}
-	if o.AnySize() {
-		if resize {
-			return nil, o.Errorf("size=any keeps each image's size; resize=bilinear needs a size")
-		}
-		if o.Get("maxpixels") == "" {
-			maxPx = imagedec.AnySizeMaxPixels // a worker's scratch holds one
-		}
-	} else if h == 0 {
+	if h == 0 && !o.AnySize() {
 		first := -1
 		for i := range p.labels {
 			if p.null == nil || !p.null[i] {

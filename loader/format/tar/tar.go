@@ -129,12 +129,6 @@ func open(spec string) (*source, error) {
 	if err == nil && len(t.samples) == 0 {
 		err = &loader.RecordError{File: o.Path, Record: -1, Err: fmt.Errorf("%w: no image member", loader.ErrEmptyClass)}
 	}
-	if o.AnySize() && o.Get("maxpixels") == "" {
-		maxPx = imagedec.AnySizeMaxPixels // a worker's scratch holds one
-	}
-	if err == nil && o.AnySize() && resize {
-		err = o.Errorf("size=any keeps each image's size; resize=bilinear needs a size")
-	}
 	if err == nil && h == 0 && !o.AnySize() {
 		if t.samples[0].size > t.max {
 			err = &loader.RecordError{File: t.name(0), Record: -1, Err: options.TooLarge(t.samples[0].size, t.max)}

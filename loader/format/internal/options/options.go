@@ -138,7 +138,9 @@ func (o *Options) resize() (bool, error) {
 
 // Decode reads the options every format of encoded images takes: size=,
 // maxpixels= and resize=, what imagedec.NewPool needs. h and w are 0 when
-// size= is absent: the dataset's first image gives them.
+// size= is absent (the dataset's first image gives them) and with
+// size=any, which refuses resize= and raises maxpixels='s default to
+// imagedec.AnySizeMaxPixels.
 func (o *Options) Decode() (h, w int, maxPx int64, resize bool, err error) {
 	if resize, err = o.resize(); err != nil {
 		return 0, 0, 0, false, err
@@ -148,6 +150,14 @@ func (o *Options) Decode() (h, w int, maxPx int64, resize bool, err error) {
 	}
 	if maxPx, err = o.maxPixels(); err != nil {
 		return 0, 0, 0, false, err
+	}
+	if o.AnySize() {
+		if resize {
+			return 0, 0, 0, false, o.Errorf("size=any keeps each image's size; resize=bilinear needs a size")
+		}
+		if o.vals.Get("maxpixels") == "" {
+			maxPx = imagedec.AnySizeMaxPixels // a worker's scratch holds one
+		}
 	}
 	return h, w, maxPx, resize, nil
 }
