@@ -129,13 +129,16 @@ type Decoder struct {
 	// libjpeg-turbo, none to internal/jpegx (same pixels; for comparing).
 	LibjpegOnly bool
 
-	jpeg   jpegdec.Decoder
-	jx     jpegx.Decoder // libjpeg-turbo's pixels for small JPEGs, without its setup cost
-	tj     *turboHandle  // Backend TurboJPEG's decompressor, made on first use
-	cmyk   []byte        // a CMYK JPEG before conversion (TurboJPEG)
-	br     bytes.Reader
-	native []byte // an image at its own size, before resizing
-	rs     resizer
+	jpeg jpegdec.Decoder
+	jx   jpegx.Decoder // libjpeg-turbo's pixels for small JPEGs, without its setup cost
+	tj   *turboHandle  // Backend TurboJPEG's decompressor, made on first use
+	crop *cropHandle   // libjpeg's, for decoding only a crop (crop.go)
+	// cropOff: libjpeg.so.62 is missing here, decode whole images.
+	cropOff bool
+	cmyk    []byte // a CMYK JPEG before conversion (TurboJPEG)
+	br      bytes.Reader
+	native  []byte // an image at its own size, before resizing
+	rs      resizer
 }
 
 // DecodeConfig reads the format and size of the image in data from its

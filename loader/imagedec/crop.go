@@ -1,0 +1,314 @@
+package imagedec
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"unsafe"
+
+	"github.com/ebitengine/purego"
+
+	"github.com/loaderd/loaderd/augment"
+	"github.com/loaderd/loaderd/internal/dynlib"
+)
+
+// Decode and crop in one (DALI's ImageRandomCrop on the CPU): a random
+// resized crop reads on average half of a photograph, and libjpeg's own
+// API (libjpeg.so.62 of libjpeg-turbo, the library PIL links) decodes
+// only that: jpeg_skip_scanlines entropy-decodes the rows above the crop
+// without the IDCT, upsampling or colour conversion, jpeg_crop_scanline
+// limits those to the crop's iMCU columns, and the rows below it are not
+// read at all. TurboJPEG 2.1 has no cropping call (TurboJPEG 3's
+// tj3SetCroppingRegion is newer than Debian's).
+//
+// The pixels are the full decode's: libjpeg treats the cropped columns'
+// edges as image edges when upsampling chroma, so the decoded columns
+// reach cropMargin pixels past the box on either side (rows need no
+// margin: skipping keeps the upsampler's context rows), and
+// TestCropMatchesFullDecode holds every large-image box to the full
+// decode's bytes. Only sequential single-scan files of one or three
+// components take this path; progressive ones (their whole file is
+// decoded before the first row anyway), CMYK and any file libjpeg errs or
+// warns on go through the full decode, which keeps PIL's acceptance
+// rules and error messages. A sequential file damaged below the crop is
+// therefore decoded without complaint when the crop does not reach the
+// damage: the batch holds nothing of it.
+
+// cropMargin is the columns decoded beyond the box on either side: one
+// iMCU of a 4:2:0 or 4:2:2 image.
+const cropMargin = 16
+
+// The libjpeg 6.2 ABI of libjpeg-turbo on 64-bit Linux (jpeglib.h,
+// JPEG_LIB_VERSION 62): struct sizes, the fields this file touches and
+// their offsets. jpeg_CreateDecompress checks the struct size.
+const (
+	cinfoSize  = 632
+	jerrSize   = 168
+	jpegLibVer = 62
+
+	offErr, offSrc                       = 0, 40
+	offWidth, offHeight                  = 48, 52
+	offNumComp, offColorSpace            = 56, 60
+	offOutColor, offScaleNum, offScaleDe = 64, 68, 72
+	offBuffered, offRawOut, offDCT       = 88, 92, 96
+	offFancy, offSmooth, offQuantize     = 100, 104, 108
+	offOutWidth, offOutHeight            = 136, 140
+	offScanline, offProgressive          = 168, 312
+	offCompsInScan                       = 432
+
+	offErrorExit, offOutputMessage, offFormatMessage = 0, 16, 24
+	offNumWarnings                                   = 128
+
+	jcsGray, jcsRGB, jcsYCbCr = 1, 2, 3
+	jpegHeaderOK              = 1
+	cropRows                  = 16 // rows per jpeg_read_scanlines call
+)
+
+// cropLib is libjpeg.so.62: the functions' addresses and the callbacks
+// that replace libjpeg's error exit (which would call exit()) and its
+// message printer.
+type cropLib struct {
+	path                                                 string
+	stdError, create, destroy, memSrc, readHeader, start uintptr
+	crop, skip, read, abort                              uintptr
+	errorExit, silent                                    uintptr
+}
+
+var (
+	cropOnce sync.Once
+	cropL    *cropLib
+	cropErr  error
+)
+
+// errNoCrop is returned when libjpeg.so.62 is missing or refused; the
+// decoder then decodes whole images.
+var errNoCrop = errors.New("imagedec: libjpeg.so.62 (libjpeg-turbo's libjpeg API) not available")
+
+// libjpegPanic is what the error-exit callback panics with: the Go
+// runtime unwinds the C frames between it and the call into libjpeg, as
+// libjpeg's own longjmp recovery would, and the caller recovers it.
+type libjpegPanic struct{}
+
+// loadCrop loads libjpeg.so.62 once. LOADERD_CROPDECODE=off disables
+// decode-and-crop (every image decoded whole, for comparing).
+func loadCrop() (*cropLib, error) {
+	cropOnce.Do(func() {
+		if os.Getenv("LOADERD_CROPDECODE") == "off" {
+			cropErr = fmt.Errorf("%w: disabled by LOADERD_CROPDECODE=off", errNoCrop)
+			return
+		}
+		cropL, cropErr = openCrop()
+	})
+	return cropL, cropErr
+}
+
+func openCrop() (*cropLib, error) {
+	var names []string
+	for _, dir := range []string{"/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/usr/lib"} {
+		if p := filepath.Join(dir, "libjpeg.so.62"); fileExists(p) {
+			names = append(names, p)
+		}
+	}
+	h, name, err := dynlib.OpenFirst(append(names, "libjpeg.so.62"))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", errNoCrop, err)
+	}
+	l := &cropLib{path: name}
+	for _, s := range []struct {
+		p    *uintptr
+		name string
+	}{
+		{&l.stdError, "jpeg_std_error"}, {&l.create, "jpeg_CreateDecompress"},
+		{&l.destroy, "jpeg_destroy_decompress"}, {&l.memSrc, "jpeg_mem_src"},
+		{&l.readHeader, "jpeg_read_header"}, {&l.start, "jpeg_start_decompress"},
+		{&l.crop, "jpeg_crop_scanline"}, {&l.skip, "jpeg_skip_scanlines"},
+		{&l.read, "jpeg_read_scanlines"}, {&l.abort, "jpeg_abort_decompress"},
+	} {
+		p, err := dynlib.Sym(h, s.name)
+		if err != nil {
+			// IJG's libjpeg 6b has neither crop nor skip: not libjpeg-turbo.
+			return nil, fmt.Errorf("%w: %s lacks %s", errNoCrop, name, s.name)
+		}
+		*s.p = p
+	}
+	l.errorExit = purego.NewCallback(func(uintptr) { panic(libjpegPanic{}) })
+	l.silent = purego.NewCallback(func(uintptr) {})
+	return l, nil
+}
+
+// cropHandle is one libjpeg decompressor. Its structs live in Go memory
+// that holds no Go pointers (libjpeg writes C pointers there), on the
+// heap, which does not move.
+type cropHandle struct {
+	cinfo [cinfoSize / 8]uint64
+	jerr  [jerrSize / 8]uint64
+	xoff  uint32 // jpeg_crop_scanline's in-out parameters
+	width uint32
+	rows  [cropRows]uintptr // row pointers into buf
+	args  [4]uintptr
+	lib   *cropLib
+	buf   []byte // cropRows decoded rows
+	live  bool   // jpeg_CreateDecompress succeeded
+}
+
+func (c *cropHandle) u32(off int) *uint32 {
+	return (*uint32)(unsafe.Add(unsafe.Pointer(&c.cinfo), off))
+}
+
+func (c *cropHandle) ptr() uintptr { return uintptr(unsafe.Pointer(&c.cinfo)) }
+
+// call calls libjpeg's fn through the handle's argument array (purego's
+// variadic slice would otherwise be allocated per call) and reports
+// whether it returned rather than failing: a libjpeg error unwinds to
+// here, and the decompressor is reset for the next image.
+func (c *cropHandle) call(fn uintptr, args ...uintptr) (r uintptr, ok bool) {
+	defer func() {
+		if p := recover(); p != nil {
+			if _, is := p.(libjpegPanic); !is {
+				panic(p)
+			}
+			ok = false
+			if c.live {
+				c.args[0] = c.ptr()
+				purego.SyscallN(c.lib.abort, c.args[:1]...)
+			}
+		}
+	}()
+	n := copy(c.args[:], args)
+	r, _, _ = purego.SyscallN(fn, c.args[:n]...)
+	return r, true
+}
+
+// newCropHandle makes a decompressor with the callbacks in place of
+// libjpeg's exit and printing.
+func newCropHandle(l *cropLib) (*cropHandle, error) {
+	c := &cropHandle{lib: l}
+	jerr := uintptr(unsafe.Pointer(&c.jerr))
+	if _, ok := c.call(l.stdError, jerr); !ok {
+		return nil, fmt.Errorf("%w: jpeg_std_error failed", errNoCrop)
+	}
+	*(*uintptr)(unsafe.Add(unsafe.Pointer(&c.jerr), offErrorExit)) = l.errorExit
+	*(*uintptr)(unsafe.Add(unsafe.Pointer(&c.jerr), offOutputMessage)) = l.silent
+	*(*uintptr)(unsafe.Pointer(&c.cinfo)) = jerr // cinfo.err, set before create
+	if _, ok := c.call(l.create, c.ptr(), jpegLibVer, cinfoSize); !ok {
+		return nil, fmt.Errorf("%w: jpeg_CreateDecompress refused the 6.2 ABI (struct of %d bytes)", errNoCrop, cinfoSize)
+	}
+	c.live = true
+	destroy := l.destroy
+	runtime.AddCleanup(c, func(p uintptr) { purego.SyscallN(destroy, p) }, c.ptr())
+	return c, nil
+}
+
+// decode decodes the box of the w×h image in data into dst, box.W·box.H·3
+// bytes of RGB. It reports false, with dst undefined, when the file is
+// not one it takes (see above) or libjpeg erred or warned: decode the
+// whole image instead.
+func (c *cropHandle) decode(data, dst []byte, w, h int, box augment.Box) bool {
+	bx, by, bw, bh := int(box.X), int(box.Y), int(box.W), int(box.H)
+	if len(data) == 0 || len(dst) != bw*bh*3 || bx < 0 || by < 0 || bw <= 0 || bh <= 0 || bx+bw > w || by+bh > h {
+		return false
+	}
+	l, p := c.lib, c.ptr()
+	if _, ok := c.call(l.memSrc, p, uintptr(unsafe.Pointer(unsafe.SliceData(data))), uintptr(len(data))); !ok {
+		return false
+	}
+	if r, ok := c.call(l.readHeader, p, 1); !ok || int32(r) != jpegHeaderOK {
+		c.reset()
+		return false
+	}
+	nc, cs := *c.u32(offNumComp), *c.u32(offColorSpace)
+	if int(*c.u32(offWidth)) != w || int(*c.u32(offHeight)) != h || *c.u32(offProgressive) != 0 ||
+		*c.u32(offCompsInScan) != nc || !(nc == 1 && cs == jcsGray || nc == 3 && (cs == jcsYCbCr || cs == jcsRGB)) {
+		c.reset()
+		return false
+	}
+	// TurboJPEG's settings for TJPF_RGB with TJFLAG_ACCURATEDCT, PIL's.
+	*c.u32(offOutColor) = jcsRGB
+	*c.u32(offScaleNum), *c.u32(offScaleDe) = 1, 1
+	*c.u32(offDCT) = 0 // JDCT_ISLOW
+	*c.u32(offFancy), *c.u32(offSmooth) = 1, 1
+	*c.u32(offBuffered), *c.u32(offRawOut), *c.u32(offQuantize) = 0, 0, 0
+	if _, ok := c.call(l.start, p); !ok {
+		return false
+	}
+	if int(*c.u32(offOutWidth)) != w || int(*c.u32(offOutHeight)) != h {
+		c.reset()
+		return false
+	}
+	x0, x1 := max(bx-cropMargin, 0), min(bx+bw+cropMargin, w)
+	c.xoff, c.width = uint32(x0), uint32(x1-x0)
+	if x0 > 0 || x1 < w {
+		if _, ok := c.call(l.crop, p, uintptr(unsafe.Pointer(&c.xoff)), uintptr(unsafe.Pointer(&c.width))); !ok {
+			return false
+		}
+	}
+	xo, cw := int(c.xoff), int(c.width)
+	if xo > bx || xo+cw < bx+bw || xo+cw > w {
+		c.reset()
+		return false
+	}
+	if by > 0 {
+		r, ok := c.call(l.skip, p, uintptr(by))
+		if !ok {
+			return false
+		}
+		if int(r) != by {
+			c.reset()
+			return false
+		}
+	}
+	if cap(c.buf) < cropRows*cw*3 {
+		c.buf = make([]byte, cropRows*cw*3)
+	}
+	for i := range c.rows {
+		c.rows[i] = uintptr(unsafe.Pointer(&c.buf[i*cw*3]))
+	}
+	for y := by; y < by+bh; {
+		n := min(cropRows, by+bh-y)
+		r, ok := c.call(l.read, p, uintptr(unsafe.Pointer(&c.rows)), uintptr(n))
+		if !ok {
+			return false
+		}
+		if r == 0 || int(r) > n || int(*c.u32(offScanline)) != y+int(r) {
+			c.reset()
+			return false
+		}
+		for k := range int(r) {
+			copy(dst[(y-by+k)*bw*3:(y-by+k+1)*bw*3], c.buf[k*cw*3+(bx-xo)*3:])
+		}
+		y += int(r)
+	}
+	warned := *(*int64)(unsafe.Add(unsafe.Pointer(&c.jerr), offNumWarnings)) != 0
+	c.reset()
+	return !warned
+}
+
+// reset returns the decompressor to its state after creation (libjpeg's
+// jpeg_abort_decompress: the rows below the box are never read).
+func (c *cropHandle) reset() {
+	c.call(c.lib.abort, c.ptr())
+}
+
+// decodeCrop decodes only box of the w×h JPEG in data into dst (box.W ·
+// box.H · 3 bytes) and reports whether it did; when not, decode the whole
+// image. The first call makes the decoder's libjpeg handle; without
+// libjpeg.so.62 every later call returns false at once.
+func (d *Decoder) decodeCrop(data, dst []byte, w, h int, box augment.Box) bool {
+	if d.cropOff {
+		return false
+	}
+	if d.crop == nil {
+		lib, err := loadCrop()
+		if err == nil {
+			d.crop, err = newCropHandle(lib)
+		}
+		if err != nil {
+			d.cropOff = true
+			return false
+		}
+	}
+	return d.crop.decode(data, dst, w, h, box)
+}
