@@ -325,3 +325,57 @@ func TestSizedApplyMatchesReference(t *testing.T) {
 		}
 	}
 }
+
+// TestApplyCroppedMatchesApplySized: given only its box's pixels, a
+// random resized crop gives what it gives on the whole image; pipelines
+// of whole images refuse a crop.
+func TestApplyCroppedMatchesApplySized(t *testing.T) {
+	ops, _ := ParseOps("random_resized_crop=48,flip,normalize=imagenet,out=f32:chw")
+	p, err := NewPipeline(Spec{C: 3, DType: U8, Layout: HWC}, ops...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(5, 6))
+	var sc Scratch
+	want, got := make([]byte, p.Out().Bytes()), make([]byte, p.Out().Bytes())
+	for i := range int64(300) {
+		h, w := 1+r.IntN(300), 1+r.IntN(300)
+		src := make([]byte, h*w*3)
+		for k := range src {
+			src[k] = byte(r.Uint32())
+		}
+		prm := p.DrawSized(9, 1, i, h, w)
+		box, ok := p.CropBox(prm)
+		if !ok {
+			t.Fatalf("CropBox(%+v) refused a random resized crop", prm)
+		}
+		crop := make([]byte, 0, int(box.W)*int(box.H)*3)
+		for y := range int(box.H) {
+			crop = append(crop, src[((int(box.Y)+y)*w+int(box.X))*3:][:int(box.W)*3]...)
+		}
+		if err := p.ApplySized(want, src, h, w, prm, &sc); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.ApplyCropped(got, crop, h, w, prm, &sc); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Fatalf("%dx%d box %+v: ApplyCropped differs from ApplySized", w, h, box)
+		}
+		if err := p.ApplyCropped(got, crop[:len(crop)-1], h, w, prm, &sc); !errors.Is(err, ErrBufferSize) {
+			t.Fatalf("short crop: %v", err)
+		}
+	}
+	ops, _ = ParseOps("resize=40,center_crop=32,out=f32:chw")
+	q, err := NewPipeline(Spec{C: 3, DType: U8, Layout: HWC}, ops...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prm := q.DrawSized(1, 0, 0, 50, 60)
+	if _, ok := q.CropBox(prm); ok {
+		t.Error("a resize pipeline offers a crop")
+	}
+	if err := q.ApplyCropped(got, make([]byte, 50*60*3), 50, 60, prm, &sc); !errors.Is(err, ErrParams) {
+		t.Errorf("ApplyCropped on a resize pipeline: %v", err)
+	}
+}

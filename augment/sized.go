@@ -261,3 +261,42 @@ func (p *Pipeline) ApplyScaled(dst, src []byte, h, w, d int, prm Params, scratch
 		float32(b.X)/f, float32(b.Y)/f, float32(b.X+b.W)/f, float32(b.Y+b.H)/f)
 	return s.inner.Apply(dst, scratch.mid, prm)
 }
+
+// CropBox returns the region of an image a random resized crop reads,
+// prm.Box, and true; other pipelines read whole images (false). A source
+// may decode only that region (loader.Cropper) and hand it to
+// ApplyCropped.
+func (p *Pipeline) CropBox(prm Params) (Box, bool) {
+	if s := p.sized; s != nil && s.geo.rrc && prm.Box.W > 0 && prm.Box.H > 0 {
+		return prm.Box, true
+	}
+	return Box{}, false
+}
+
+// ApplyCropped is ApplySized for a random resized crop given only the
+// pixels of its box: src holds prm.Box of the h×w image (box.W·box.H·C
+// bytes, HWC), as a decoder that decodes just the crop returns. The
+// output is ApplySized's on the whole image, byte for byte: the
+// resampler reads nothing outside the box.
+func (p *Pipeline) ApplyCropped(dst, src []byte, h, w int, prm Params, scratch *Scratch) error {
+	box, ok := p.CropBox(prm)
+	if !ok {
+		return errorf(ErrParams, "augment: %s takes whole images, not a crop", p)
+	}
+	c := p.in.C
+	bw, bh := int(box.W), int(box.H)
+	if len(src) != bw*bh*c {
+		return errorf(ErrBufferSize, "augment: src is %d bytes for a %dx%dx%d crop", len(src), bw, bh, c)
+	}
+	if len(dst) < p.out.Bytes() {
+		return errorf(ErrBufferSize, "augment: dst is %d bytes, want at least %d for %v", len(dst), p.out.Bytes(), p.out)
+	}
+	pl, err := p.sized.geo.planFor(h, w, box)
+	if err != nil {
+		return err
+	}
+	mid := p.sized.inner.in
+	scratch.mid = grow(scratch.mid, mid.Bytes())
+	scratch.resampleBox(scratch.mid, src, bw, bw, bh, c, pl, 0, 0, float32(bw), float32(bh))
+	return p.sized.inner.Apply(dst, scratch.mid, prm)
+}
