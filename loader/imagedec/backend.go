@@ -72,3 +72,10 @@ func TurboPath() string {
 	}
 	return ""
 }
+
+// CropAvailable reports whether decode-and-crop (libjpeg.so.62, crop.go)
+// loads here, and why not.
+func CropAvailable() error {
+	_, err := loadCrop()
+	return err
+}

@@ -139,19 +139,25 @@ func openCrop() (*cropLib, error) {
 	return l, nil
 }
 
-// cropHandle is one libjpeg decompressor. Its structs live in Go memory
-// that holds no Go pointers (libjpeg writes C pointers there), on the
-// heap, which does not move.
+// cropHandle is one libjpeg decompressor.
 type cropHandle struct {
+	*cropMem
+	args [4]uintptr
+	lib  *cropLib
+	buf  []byte // cropRows decoded rows
+	live bool   // jpeg_CreateDecompress succeeded
+}
+
+// cropMem is what libjpeg reads and writes: Go memory without Go
+// pointers (libjpeg stores C pointers there), on the heap, which does not
+// move. It is apart from cropHandle so that the cleanup destroying the
+// decompressor keeps it alive until it has run.
+type cropMem struct {
 	cinfo [cinfoSize / 8]uint64
 	jerr  [jerrSize / 8]uint64
 	xoff  uint32 // jpeg_crop_scanline's in-out parameters
 	width uint32
-	rows  [cropRows]uintptr // row pointers into buf
-	args  [4]uintptr
-	lib   *cropLib
-	buf   []byte // cropRows decoded rows
-	live  bool   // jpeg_CreateDecompress succeeded
+	rows  [cropRows]uintptr // row pointers into cropHandle.buf
 }
 
 func (c *cropHandle) u32(off int) *uint32 {
@@ -185,7 +191,7 @@ func (c *cropHandle) call(fn uintptr, args ...uintptr) (r uintptr, ok bool) {
 // newCropHandle makes a decompressor with the callbacks in place of
 // libjpeg's exit and printing.
 func newCropHandle(l *cropLib) (*cropHandle, error) {
-	c := &cropHandle{lib: l}
+	c := &cropHandle{lib: l, cropMem: new(cropMem)}
 	jerr := uintptr(unsafe.Pointer(&c.jerr))
 	if _, ok := c.call(l.stdError, jerr); !ok {
 		return nil, fmt.Errorf("%w: jpeg_std_error failed", errNoCrop)
@@ -198,7 +204,7 @@ func newCropHandle(l *cropLib) (*cropHandle, error) {
 	}
 	c.live = true
 	destroy := l.destroy
-	runtime.AddCleanup(c, func(p uintptr) { purego.SyscallN(destroy, p) }, c.ptr())
+	runtime.AddCleanup(c, func(m *cropMem) { purego.SyscallN(destroy, uintptr(unsafe.Pointer(&m.cinfo))) }, c.cropMem)
 	return c, nil
 }
 
@@ -208,8 +214,9 @@ func newCropHandle(l *cropLib) (*cropHandle, error) {
 // whole image instead.
 func (c *cropHandle) decode(data, dst []byte, w, h int, box augment.Box) bool {
 	bx, by, bw, bh := int(box.X), int(box.Y), int(box.W), int(box.H)
-	if len(data) == 0 || len(dst) != bw*bh*3 || bx < 0 || by < 0 || bw <= 0 || bh <= 0 || bx+bw > w || by+bh > h {
-		return false
+	if len(data) == 0 || len(dst) != bw*bh*3 || bx < 0 || by < 0 || bw <= 0 || bh <= 0 || bx+bw > w || by+bh > h ||
+		!ownTables(data) {
+		return false // (a file using an earlier image's tables: see ownTables)
 	}
 	l, p := c.lib, c.ptr()
 	if _, ok := c.call(l.memSrc, p, uintptr(unsafe.Pointer(unsafe.SliceData(data))), uintptr(len(data))); !ok {

@@ -4,23 +4,29 @@ import (
 	"archive/tar"
 	"bufio"
 	"bytes"
+	"image"
+	"image/jpeg"
 	"io"
 	"math/rand/v2"
 	"os"
+	"runtime"
 	"testing"
 
 	"github.com/loaderd/loaderd/augment"
+	"github.com/loaderd/loaderd/loader"
 	"github.com/loaderd/loaderd/loader/internal/loadertest"
 )
 
-// requireCrop skips where libjpeg.so.62 is absent; CI installs it.
+// requireCrop skips where libjpeg.so.62 is absent, or fails where
+// LOADERD_REQUIRE_TURBO=1 (scripts/test.sh installs both libraries).
 func requireCrop(t testing.TB) {
 	t.Helper()
 	requireTurbo(t)
-	if _, err := loadCrop(); err != nil && os.Getenv("CI") != "" {
-		t.Fatal(err)
-	} else if err != nil {
-		t.Skip(err)
+	if err := CropAvailable(); err != nil {
+		if os.Getenv("LOADERD_REQUIRE_TURBO") == "1" {
+			t.Fatalf("LOADERD_REQUIRE_TURBO=1: %v", err)
+		}
+		t.Skipf("skipped: %v", err)
 	}
 }
 
@@ -140,6 +146,9 @@ func TestCropDeclinesBadInput(t *testing.T) {
 	if !used.decodeCrop(good, got, w, h, box) || !bytes.Equal(got, want) {
 		t.Fatal("after bad input the decoder crops the good image differently")
 	}
+	if raceEnabled {
+		return // the race detector's instrumentation allocates
+	}
 	if a := testing.AllocsPerRun(20, func() { used.decodeCrop(good, got, w, h, box) }); a != 0 {
 		t.Errorf("decode-and-crop allocates %.1f times per image", a)
 	}
@@ -150,4 +159,135 @@ func grow(b []byte, n int) []byte {
 		return make([]byte, n)
 	}
 	return b[:n]
+}
+
+// FuzzCropMatchesFull: whatever the bytes and the box, decode-and-crop
+// never panics, and when it takes a file that the whole-image decode also
+// takes, its pixels are the whole decode's in the box. (It may take a
+// file whose damage lies below the box, which the whole decode refuses.)
+func FuzzCropMatchesFull(f *testing.F) {
+	requireCrop(f)
+	for _, n := range []string{"video-001.q50.420.jpeg", "video-001.q50.422.jpeg", "video-001.q50.444.jpeg", "gray.jpg", "video-001.progressive.jpeg"} {
+		data, err := os.ReadFile(fixtures + "img/" + n)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data, uint16(3), uint16(5), uint16(40), uint16(30))
+		f.Add(data, uint16(0), uint16(0), uint16(1000), uint16(1000))
+	}
+	full := &Decoder{Backend: TurboJPEG, LibjpegOnly: true, MaxPixels: 1 << 20}
+	var d Decoder
+	pix := make([]byte, 3<<20)
+	f.Fuzz(func(t *testing.T, data []byte, x, y, bw, bh uint16) {
+		cfg, err := d.DecodeConfig(data)
+		if err != nil || cfg.Width*cfg.Height > 1<<20 || cfg.Width <= 0 || cfg.Height <= 0 {
+			return
+		}
+		w, h := cfg.Width, cfg.Height
+		bx, by := int(x)%w, int(y)%h
+		box := augment.Box{X: int32(bx), Y: int32(by), W: int32(1 + int(bw)%(w-bx)), H: int32(1 + int(bh)%(h-by))}
+		got := make([]byte, int(box.W)*int(box.H)*3)
+		if !d.decodeCrop(data, got, w, h, box) {
+			return
+		}
+		fh, fw, _, err := full.DecodeSized(data, pix, nil)
+		if err != nil {
+			return
+		}
+		if fh != h || fw != w {
+			t.Fatalf("crop took a %dx%d image the whole decode sees as %dx%d", w, h, fw, fh)
+		}
+		for r := range int(box.H) {
+			want := pix[((by+r)*w+bx)*3:][:int(box.W)*3]
+			if !bytes.Equal(got[r*int(box.W)*3:][:int(box.W)*3], want) {
+				t.Fatalf("box %+v of %dx%d: row %d differs from the whole decode", box, w, h, r)
+			}
+		}
+	})
+}
+
+// cropAsk asks for full size and offers box (a loader.Cropper).
+type cropAsk struct{ box augment.Box }
+
+func (c cropAsk) Scale(h, w int) int        { return 1 }
+func (c cropAsk) Crop() (augment.Box, bool) { return c.box, true }
+
+// TestTablesOfEarlierImagesIgnored: a JPEG without its own Huffman tables
+// (a Motion-JPEG frame) decodes with libjpeg's standard ones whatever the
+// pooled decoder decoded before, as PIL's fresh decompressor per image
+// does; libjpeg would otherwise keep the previous image's tables.
+func TestTablesOfEarlierImagesIgnored(t *testing.T) {
+	requireCrop(t)
+	m := image.NewRGBA(image.Rect(0, 0, 320, 240))
+	for i := range m.Pix {
+		m.Pix[i] = byte(i*7 + i/1280)
+	}
+	var b bytes.Buffer
+	if err := jpeg.Encode(&b, m, &jpeg.Options{Quality: 90}); err != nil {
+		t.Fatal(err)
+	}
+	// Go's encoder writes the standard tables; drop them.
+	enc, stripped := b.Bytes(), []byte{0xff, 0xd8}
+	for i := 2; i < len(enc); {
+		n := 2 + (int(enc[i+2])<<8 | int(enc[i+3]))
+		if enc[i+1] == 0xda {
+			stripped = append(stripped, enc[i:]...)
+			break
+		}
+		if enc[i+1] != 0xc4 {
+			stripped = append(stripped, enc[i:i+n]...)
+		}
+		i += n
+	}
+	if ownTables(stripped) || !ownTables(enc) {
+		t.Fatalf("ownTables: %v for the stripped file, %v for the whole", ownTables(stripped), ownTables(enc))
+	}
+	want := make([]byte, 320*240*3)
+	if _, _, _, err := (&Decoder{Backend: TurboJPEG}).DecodeSized(stripped, want, nil); err != nil {
+		t.Fatalf("a fresh decoder: %v", err)
+	}
+	other, err := os.ReadFile(fixtures + "img/video-001.progressive.jpeg") // libjpeg's optimised tables
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := &Decoder{Backend: TurboJPEG}
+	got := make([]byte, len(want))
+	box := augment.Box{X: 40, Y: 30, W: 200, H: 150}
+	for _, scale := range []loader.Scaler{nil, cropAsk{box}} {
+		if _, _, _, err := d.DecodeSized(other, got, nil); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, _, err := d.DecodeSized(stripped, got, scale); err != nil {
+			t.Fatal(err)
+		}
+		if d.Cropped() != 0 {
+			t.Fatal("decode-and-crop took a file without its own tables")
+		}
+		if !bytes.Equal(got, want) {
+			t.Fatalf("scale %v: after another image the pixels differ from a fresh decoder's", scale)
+		}
+	}
+}
+
+// TestCropHandlesCollected: decoders dropped with their libjpeg handles
+// (as sync.Pool drops them at a GC) are destroyed by their cleanups while
+// others decode; libjpeg's memory outlives the handle until then.
+func TestCropHandlesCollected(t *testing.T) {
+	requireCrop(t)
+	good, err := os.ReadFile(fixtures + "img/video-001.q50.420.jpeg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, _ := new(Decoder).DecodeConfig(good)
+	box := augment.Box{X: 5, Y: 5, W: int32(cfg.Width / 2), H: int32(cfg.Height / 2)}
+	got := make([]byte, int(box.W)*int(box.H)*3)
+	for i := range 400 {
+		d := new(Decoder)
+		if !d.decodeCrop(good, got, cfg.Width, cfg.Height, box) {
+			t.Fatal("declined")
+		}
+		if i%20 == 0 {
+			runtime.GC()
+		}
+	}
 }

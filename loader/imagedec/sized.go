@@ -27,9 +27,12 @@ func (p *Pool) MaxPixels() int64 {
 // scale, when not nil, is asked for den with the full size before
 // decoding; TurboJPEG decodes a JPEG at it (libjpeg's scaled IDCT, 1/2,
 // 1/4 or 1/8: far less work for a large photo), every other format and
-// the Go decoder at 1. d.H, d.W and d.Resize are ignored. Errors are
-// Decode's.
+// the Go decoder at 1. When scale is a loader.Cropper whose box is
+// smaller than a large JPEG, TurboJPEG decodes only the box (crop.go):
+// dst then holds its pixels alone, and Cropped reports it. d.H, d.W and
+// d.Resize are ignored. Errors are Decode's.
 func (d *Decoder) DecodeSized(data, dst []byte, scale loader.Scaler) (h, w, den int, err error) {
+	d.cropped = 0
 	if d.Backend == TurboJPEG && sniff(data) == fmtJPEG {
 		return d.decodeTurboSized(data, dst, scale)
 	}
@@ -72,6 +75,18 @@ func (d *Decoder) decodeTurboSized(data, dst []byte, scale loader.Scaler) (h, w,
 			den = s
 		}
 	}
+	if den == 1 && w*h > exactMaxPixels {
+		// jpegx decodes a small image whole faster than libjpeg crops it.
+		if c, ok := scale.(loader.Cropper); ok {
+			if box, ok := c.Crop(); ok && int(box.W)*int(box.H) < w*h {
+				n := int(box.W) * int(box.H) * 3
+				if len(dst) >= n && d.decodeCrop(data, dst[:n], w, h, box) {
+					d.cropped = n
+					return h, w, 1, nil
+				}
+			}
+		}
+	}
 	sh, sw := augment.ScaledSize(h, w, den)
 	if len(dst) < sh*sw*3 {
 		return 0, 0, 0, fmt.Errorf("imagedec: buffer of %d bytes for a %dx%d RGB image", len(dst), sw, sh)
@@ -83,6 +98,10 @@ func (d *Decoder) decodeTurboSized(data, dst []byte, scale loader.Scaler) (h, w,
 	}
 	return h, w, den, nil
 }
+
+// Cropped returns the bytes of the crop the last DecodeSized left in dst
+// (box.W·box.H·3), 0 when it decoded the whole image.
+func (d *Decoder) Cropped() int { return d.cropped }
 
 // checkPixels is check without the dataset's size: the header's size must
 // be positive and within MaxPixels.
@@ -102,9 +121,13 @@ func (p *Pool) DecodeSized(data, scratch []byte, scale loader.Scaler) (pix []byt
 		d = &Decoder{H: p.h, W: p.w, MaxPixels: p.maxPixels, Resize: p.resize, Backend: p.backend}
 	}
 	h, w, den, err = d.DecodeSized(data, scratch, scale)
+	cropped := d.cropped
 	p.pool.Put(d)
 	if err != nil {
 		return nil, 0, 0, 0, err
+	}
+	if cropped > 0 {
+		return scratch[:cropped], h, w, den, nil
 	}
 	sh, sw := augment.ScaledSize(h, w, den)
 	return scratch[:sh*sw*3], h, w, den, nil

@@ -147,15 +147,22 @@ type turboHandle struct {
 	args                        [9]uintptr
 	// keep holds the buffers of the call in flight: stored here, they
 	// escape to the heap (which does not move) and stay alive.
-	keep    [2]unsafe.Pointer
-	cleanup runtime.Cleanup // destroys h once the handle is unreachable
+	keep [2]unsafe.Pointer
+	// live is h as the cleanup that destroys it once the handle is
+	// unreachable sees it: registered once, so renewing allocates nothing.
+	live *uintptr
 }
 
 // newTurboHandle makes a decompressor; a runtime cleanup destroys it once
 // it is unreachable (its Decoder was dropped by a sync.Pool).
 func newTurboHandle(lib *turboLib) (*turboHandle, error) {
-	t := &turboHandle{lib: lib}
-	return t, t.renew()
+	t := &turboHandle{lib: lib, live: new(uintptr)}
+	if err := t.renew(); err != nil {
+		return nil, err
+	}
+	destroy := lib.destroy
+	runtime.AddCleanup(t, func(h *uintptr) { purego.SyscallN(destroy, *h) }, t.live)
+	return t, nil
 }
 
 // renew replaces the handle's decompressor with a fresh one. A failed
@@ -167,12 +174,9 @@ func (t *turboHandle) renew() error {
 		return fmt.Errorf("imagedec: tjInitDecompress failed")
 	}
 	if t.h != 0 {
-		t.cleanup.Stop()
-		purego.SyscallN(t.lib.destroy, t.h)
+		t.call(t.lib.destroy, t.h)
 	}
-	t.h = h
-	destroy := t.lib.destroy
-	t.cleanup = runtime.AddCleanup(t, func(h uintptr) { purego.SyscallN(destroy, h) }, h)
+	t.h, *t.live = h, h
 	return nil
 }
 

@@ -135,6 +135,11 @@ func (d *Decoder) turboRGB(data, out []byte, w, h int) error {
 		if cap(d.cmyk) < n {
 			d.cmyk = make([]byte, n)
 		}
+		if !ownTables(data) {
+			if err := t.renew(); err != nil {
+				return err
+			}
+		}
 		if err := t.decompress(data, d.cmyk[:n], w, h, w*4, tjPFCMYK); err != nil {
 			return turboError("jpeg", data, err)
 		}
@@ -146,6 +151,11 @@ func (d *Decoder) turboRGB(data, out []byte, w, h int) error {
 		// goes on to libjpeg-turbo itself.
 		if d.jx.DecodeRGB(data, out) == nil {
 			return nil
+		}
+	}
+	if !ownTables(data) {
+		if err := t.renew(); err != nil {
+			return err
 		}
 	}
 	if err := t.decompress(data, out, w, h, w*3, tjPFRGB); err != nil {
@@ -210,4 +220,87 @@ func scanSOF(b []byte) (w, h, ncomp int, ok bool) {
 		}
 	}
 	return 0, 0, 0, false
+}
+
+// ownTables reports whether data defines, before its first scan, every
+// quantisation and Huffman table its frame and first scan use. libjpeg
+// keeps tables between the images of one decompressor (abbreviated
+// streams, Motion-JPEG frames without DHT): a file that does not define
+// its own would decode with whatever the pooled decompressor read last,
+// so its pixels would depend on scheduling. Such files, and all but
+// single-scan sequential ones (whose later scans may lack tables), get a fresh
+// decompressor (libjpeg's standard Huffman tables, or its error for a
+// missing quantisation table), as PIL's one decompressor per image does.
+// Unparseable headers return false.
+func ownTables(b []byte) bool {
+	if len(b) < 4 || b[0] != 0xff || b[1] != 0xd8 {
+		return false
+	}
+	var q, dc, ac uint8 // bit i: table i defined
+	var useQ uint8
+	nf := -1 // components of the frame
+	for i := 2; i+4 <= len(b); {
+		if b[i] != 0xff {
+			return false
+		}
+		m, n := b[i+1], int(b[i+2])<<8|int(b[i+3])
+		if n < 2 || i+2+n > len(b) {
+			return false
+		}
+		s := b[i+4 : i+2+n]
+		switch {
+		case m == 0xdb:
+			for len(s) > 0 {
+				l := 65 + 64*int(s[0]>>4)
+				if s[0]&15 > 3 || len(s) < l {
+					return false
+				}
+				q |= 1 << (s[0] & 15)
+				s = s[l:]
+			}
+		case m == 0xc4:
+			for len(s) >= 17 {
+				l := 17
+				for _, c := range s[1:17] {
+					l += int(c)
+				}
+				if s[0]&15 > 3 || s[0]>>4 > 1 || len(s) < l {
+					return false
+				}
+				if s[0]>>4 == 0 {
+					dc |= 1 << (s[0] & 15)
+				} else {
+					ac |= 1 << (s[0] & 15)
+				}
+				s = s[l:]
+			}
+		case m == 0xc0 || m == 0xc1: // sequential Huffman
+			if len(s) < 6 || len(s) < 6+3*int(s[5]) {
+				return false
+			}
+			nf = int(s[5])
+			for c := range nf {
+				useQ |= 1 << (s[8+3*c] & 3)
+			}
+		case m >= 0xc2 && m <= 0xcf && m != 0xc4 && m != 0xc8 && m != 0xcc:
+			// Progressive, arithmetic, lossless: later scans may bring or
+			// lack tables of their own; always a fresh decompressor.
+			return false
+		case m == 0xda:
+			// One scan of every component, or later scans could lack
+			// their tables.
+			if len(s) < 1 || int(s[0]) != nf || len(s) < 1+2*nf {
+				return false
+			}
+			for c := range int(s[0]) {
+				t := s[2+2*c]
+				if dc&(1<<(t>>4&3)) == 0 || ac&(1<<(t&3)) == 0 {
+					return false
+				}
+			}
+			return useQ&^q == 0
+		}
+		i += 2 + n
+	}
+	return false
 }
