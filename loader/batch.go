@@ -122,7 +122,11 @@ func (l *Loader) fillOne(b *Batch, k int, src Source, wk *worker, scratch []byte
 		var prm augment.Params
 		if r := &wk.sized; r.SizedSource != nil {
 			prm = r.prm // drawn for the image's size as it was read
-			err = l.pipe.ApplyScaled(dst, pix, r.h, r.w, r.d, prm, &wk.aug)
+			if r.cropped {
+				err = l.pipe.ApplyCropped(dst, pix, r.h, r.w, prm, &wk.aug)
+			} else {
+				err = l.pipe.ApplyScaled(dst, pix, r.h, r.w, r.d, prm, &wk.aug)
+			}
 		} else {
 			prm = l.pipe.Draw(l.cfg.Seed, b.Epoch, idx)
 			err = l.pipe.Apply(dst, pix, prm)

@@ -22,7 +22,11 @@ type SizedSource interface {
 	// when not nil, is asked with the full size from the image's header,
 	// before decoding, for the largest d (1, 2, 4 or 8) the caller can
 	// use; a source may decode at it or at 1 (a format without scaled
-	// decoding). Sample of a SizedSource decodes at d = 1.
+	// decoding). When scale is also a Cropper offering a box and the
+	// source decodes at d = 1, it may decode only that box: pix then holds
+	// exactly its box.W·box.H·C bytes (a box smaller than the image, so
+	// len(pix) tells the two apart). Sample of a SizedSource decodes the
+	// whole image at d = 1.
 	SampleSized(i int64, scratch []byte, scale Scaler) (label int32, pix []byte, h, w, d int, err error)
 }
 
@@ -31,6 +35,16 @@ type SizedSource interface {
 // its own state without allocating.
 type Scaler interface {
 	Scale(h, w int) int
+}
+
+// Cropper is a Scaler whose caller reads only a box of each image (a
+// random resized crop): Crop, asked after Scale for the same image,
+// returns the box in full-size pixels and whether there is one. A source
+// that can decode just a region (decode-and-crop) then need not decode
+// the rest; see SizedSource.
+type Cropper interface {
+	Scaler
+	Crop() (augment.Box, bool)
 }
 
 // worker is one pool worker's buffers: the source's scratch, and for a
@@ -55,6 +69,7 @@ type sizedReader struct {
 	prm        augment.Params
 	h, w, d    int
 	drawn      bool
+	cropped    bool // pix holds only prm.Box (ApplyCropped)
 }
 
 // Scale implements Scaler.
@@ -62,6 +77,14 @@ func (r *sizedReader) Scale(h, w int) int {
 	r.prm = r.l.pipe.DrawSized(r.l.cfg.Seed, r.epoch, r.idx, h, w)
 	r.h, r.w, r.drawn = h, w, true
 	return r.l.pipe.Scale(h, w, r.prm)
+}
+
+// Crop implements Cropper: the box of a random resized crop.
+func (r *sizedReader) Crop() (augment.Box, bool) {
+	if !r.drawn {
+		return augment.Box{}, false
+	}
+	return r.l.pipe.CropBox(r.prm)
 }
 
 // Sample implements Source through SampleSized.
@@ -73,6 +96,12 @@ func (r *sizedReader) Sample(i int64, scratch []byte) (int32, []byte, error) {
 		r.prm = r.l.pipe.DrawSized(r.l.cfg.Seed, r.epoch, r.idx, h, w)
 	}
 	r.h, r.w, r.d = h, w, d
+	r.cropped = false
+	if box, ok := r.l.pipe.CropBox(r.prm); err == nil && ok && d == 1 {
+		// A crop is smaller than the image: the length tells which came.
+		c := r.l.pipe.In().C
+		r.cropped = len(pix) == int(box.W)*int(box.H)*c && len(pix) != h*w*c
+	}
 	return label, pix, err
 }
 

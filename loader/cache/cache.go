@@ -177,12 +177,28 @@ func (c *Cache) SampleSized(i int64, scratch []byte, scale loader.Scaler) (label
 		}
 	}
 	c.misses[i&(stripes-1)].n.Add(1)
-	label, pix, h, w, d, err = c.sized.SampleSized(i, scratch, scale)
+	if _, ok := scale.(loader.Cropper); ok && !c.full.Load() && e.st.Load() == stEmpty {
+		// A crop could not be cached: while there may be room, decode
+		// the whole image.
+		ws := wholes.Get().(*whole)
+		ws.Scaler = scale
+		label, pix, h, w, d, err = c.sized.SampleSized(i, scratch, ws)
+		ws.Scaler = nil
+		wholes.Put(ws)
+	} else {
+		label, pix, h, w, d, err = c.sized.SampleSized(i, scratch, scale)
+	}
 	if err == nil && d == 1 {
 		c.admit(e, label, pix, h, w)
 	}
 	return label, pix, h, w, d, err
 }
+
+// whole hides a loader.Cropper's Crop (only Scale is promoted), so that
+// the source decodes whole images; pooled, so a miss allocates nothing.
+type whole struct{ loader.Scaler }
+
+var wholes = sync.Pool{New: func() any { return new(whole) }}
 
 // view returns the pixels of a ready entry.
 func (c *Cache) view(e *entry, st uint64) []byte {

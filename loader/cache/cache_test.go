@@ -342,6 +342,16 @@ func (s *sizedSource) SampleSized(i int64, scratch []byte, scale loader.Scaler) 
 		d = scale.Scale(h, w)
 	}
 	sh, sw := augment.ScaledSize(h, w, d)
+	if c, ok := scale.(loader.Cropper); ok && d == 1 {
+		if box, ok := c.Crop(); ok {
+			// Decode-and-crop: a distinct pattern, the box's size.
+			pix := scratch[:int(box.W)*int(box.H)*3]
+			for k := range pix {
+				pix[k] = byte(int(i)*13 + k*5 + 1)
+			}
+			return int32(i % 2), pix, h, w, 1, nil
+		}
+	}
 	pix := scratch[:sh*sw*3]
 	for k := range pix {
 		pix[k] = byte(int(i)*31 + k*d*7)
@@ -353,6 +363,43 @@ func (s *sizedSource) SampleSized(i int64, scratch []byte, scale loader.Scaler) 
 type scaler int
 
 func (s *scaler) Scale(h, w int) int { return int(*s) }
+
+// cropper asks for full size and offers a 2×3 box of every image.
+type cropper struct{}
+
+func (cropper) Scale(h, w int) int        { return 1 }
+func (cropper) Crop() (augment.Box, bool) { return augment.Box{X: 1, Y: 1, W: 2, H: 3}, true }
+
+// TestCacheSizedCrop: a caller that takes crops (a random resized crop)
+// still fills the cache with whole images, and is served them from it;
+// once the cache is full, misses get the source's crop.
+func TestCacheSizedCrop(t *testing.T) {
+	ref, src := &sizedSource{n: 40}, &sizedSource{n: 40}
+	c, err := cache.New(src, cache.Config{Bytes: 40 * 10 * 3 * 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	want, got := make([]byte, 12*12*3), make([]byte, 12*12*3)
+	for pass := range 2 {
+		for i := range int64(40) {
+			_, gp, gh, gw, _, err := c.SampleSized(i, got, cropper{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, wp, _, _, _, _ := ref.SampleSized(i, want, nil)
+			if len(gp) != gh*gw*3 && len(gp) != 2*3*3 {
+				t.Fatalf("pass %d sample %d: %d bytes, neither the image nor the crop", pass, i, len(gp))
+			}
+			if len(gp) == gh*gw*3 && !bytes.Equal(gp, wp) {
+				t.Fatalf("pass %d sample %d: the whole image differs from the source's", pass, i)
+			}
+		}
+	}
+	if s := c.Stats(); s.Entries == 0 || s.Hits == 0 {
+		t.Fatalf("%+v: a cropping caller left the cache empty", s)
+	}
+}
 
 // TestCacheSized: images of varying size are cached at full size, each in
 // its own length; a read at full size is served from the cache, one at a

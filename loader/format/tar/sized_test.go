@@ -107,14 +107,15 @@ func runStream(t *testing.T, spec, ops string, workers int) (streamed, loader.So
 // random_resized_crop, flip, normalize and f32 CHW with 1 and 2 workers:
 // the batches and the params are identical; every box lies in its image;
 // and each sample equals decoding it alone at the scale the pipeline
-// picks and applying the pipeline with the reported params.
+// picks and applying the pipeline with the reported params — the whole
+// image, and the crop alone where the workers decoded only that.
 func TestSizedTarEndToEnd(t *testing.T) {
 	p, dims := varyingTar(t)
 	backends := []string{"go"}
 	if imagedec.TurboAvailable() == nil {
 		backends = append(backends, "turbo")
 	}
-	const ops = "random_resized_crop=32,flip=0.5,normalize=imagenet,out=f32:chw"
+	const ops = "random_resized_crop=128,flip=0.5,normalize=imagenet,out=f32:chw"
 	for _, be := range backends {
 		t.Run(be, func(t *testing.T) {
 			spec := "tar:" + p + "?size=any&maxpixels=400000&decoder=" + be
@@ -136,7 +137,7 @@ func TestSizedTarEndToEnd(t *testing.T) {
 			var sc augment.Scratch
 			buf := make([]byte, ts.MaxPixels()*3)
 			got := make([]byte, out)
-			scaled := 0
+			scaled, cropped := 0, 0
 			for k, idx := range one.idx {
 				hw := dims[ts.samples[idx].name]
 				prm := one.params[k]
@@ -156,8 +157,20 @@ func TestSizedTarEndToEnd(t *testing.T) {
 				if !bytes.Equal(got, one.data[k*out:(k+1)*out]) {
 					t.Fatalf("sample %d differs from decoding it alone", idx)
 				}
+				// What the stream's workers do: offer the crop.
+				pix, h, w, den, err = ts.dec.DecodeSized(ts.data(idx), buf, fixedCrop{fixedScale{pipe, prm}})
+				if err != nil || den != 1 || len(pix) == h*w*3 {
+					continue
+				}
+				cropped++
+				if err := pipe.ApplyCropped(got, pix, h, w, prm, &sc); err != nil || !bytes.Equal(got, one.data[k*out:(k+1)*out]) {
+					t.Fatalf("sample %d: decode-and-crop differs from the stream (%v)", idx, err)
+				}
 			}
-			t.Logf("%s: %d of %d samples decoded at a DCT scale", be, scaled, len(one.idx))
+			t.Logf("%s: of %d samples %d decoded at a DCT scale, %d cropped", be, len(one.idx), scaled, cropped)
+			if be == "turbo" && imagedec.CropAvailable() == nil && cropped == 0 {
+				t.Fatal("no sample was decoded as a crop")
+			}
 		})
 	}
 }
@@ -169,6 +182,11 @@ type fixedScale struct {
 }
 
 func (f fixedScale) Scale(h, w int) int { return f.p.Scale(h, w, f.prm) }
+
+// fixedCrop also offers the params' crop (loader.Cropper).
+type fixedCrop struct{ fixedScale }
+
+func (f fixedCrop) Crop() (augment.Box, bool) { return f.p.CropBox(f.prm) }
 
 // TestScaledDecodeDifference measures what decoding at a DCT scale
 // changes against full decode + resize, on the large-image set
@@ -266,10 +284,15 @@ func TestSizedSteadyStateAllocs(t *testing.T) {
 	buf := make([]byte, ts.MaxPixels()*3)
 	dst := make([]byte, pipe.Out().Bytes())
 	var sc augment.Scratch
+	sz := &sizer{p: pipe}
+	cropped := 0
 	sample := func(i int64) {
-		sz := &sizer{p: pipe, idx: i}
+		sz.idx = i
 		_, pix, h, w, d, err := ts.SampleSized(i%ts.Len(), buf, sz)
-		if err == nil {
+		if err == nil && d == 1 && len(pix) != h*w*3 {
+			cropped++
+			err = pipe.ApplyCropped(dst, pix, h, w, sz.prm, &sc)
+		} else if err == nil {
 			err = pipe.ApplyScaled(dst, pix, h, w, d, sz.prm, &sc)
 		}
 		if err != nil {
@@ -280,19 +303,11 @@ func TestSizedSteadyStateAllocs(t *testing.T) {
 		sample(i)
 	}
 	var i int64
-	sz := &sizer{p: pipe}
-	if n := allocsPerRun(100, func() {
-		sz.idx = i
-		_, pix, h, w, d, err := ts.SampleSized(i%ts.Len(), buf, sz)
-		if err == nil {
-			err = pipe.ApplyScaled(dst, pix, h, w, d, sz.prm, &sc)
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		i++
-	}); n != 0 {
+	if n := allocsPerRun(100, func() { sample(i); i++ }); n != 0 {
 		t.Errorf("%v allocations per sample, want 0", n)
+	}
+	if be == "turbo" && imagedec.CropAvailable() == nil && cropped == 0 {
+		t.Error("no sample was decoded as a crop")
 	}
 }
 
@@ -302,6 +317,9 @@ type sizer struct {
 	idx int64
 	prm augment.Params
 }
+
+// Crop implements loader.Cropper, as the worker does.
+func (s *sizer) Crop() (augment.Box, bool) { return s.p.CropBox(s.prm) }
 
 func (s *sizer) Scale(h, w int) int {
 	s.prm = s.p.DrawSized(5, 0, s.idx, h, w)
