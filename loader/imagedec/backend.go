@@ -79,3 +79,11 @@ func CropAvailable() error {
 	_, err := loadCrop()
 	return err
 }
+
+// cropPath returns the file libjpeg.so.62 was loaded from, "" when not.
+func cropPath() string {
+	if l, err := loadCrop(); err == nil {
+		return l.path
+	}
+	return ""
+}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/loaderd/loaderd/augment"
 	"github.com/loaderd/loaderd/loader/internal/loadertest"
 )
 
@@ -93,4 +94,58 @@ func tarJPEGs(b *testing.B, path string, n int) [][]byte {
 		}
 	}
 	return out
+}
+
+// BenchmarkDecodeRandomCrop decodes the large set's JPEGs (sequential and
+// progressive alike) for random_resized_crop=224: the whole image, or only
+// the drawn box where the decoder can (decode-and-crop, crop.go). The box
+// is torchvision's draw for each image; ms/image is the decode alone.
+//
+//	go test ./loader/imagedec -run XXX -bench DecodeRandomCrop
+func BenchmarkDecodeRandomCrop(b *testing.B) {
+	requireCrop(b)
+	imgs := tarJPEGs(b, loadertest.LargeImagesTar(b), 3000)
+	ops, _ := augment.ParseOps("random_resized_crop=224,flip=0.5,normalize=imagenet,out=f32:chw")
+	pipe, err := augment.NewPipeline(augment.Spec{C: 3, DType: augment.U8, Layout: augment.HWC}, ops...)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, crop := range []bool{false, true} {
+		b.Run(map[bool]string{false: "decode=whole", true: "decode=crop"}[crop], func(b *testing.B) {
+			d := &Decoder{Backend: TurboJPEG, MaxPixels: AnySizeMaxPixels}
+			dst := make([]byte, 3*AnySizeMaxPixels)
+			s := &rrcScale{pipe: pipe, crop: crop}
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				s.idx = int64(i)
+				if _, _, _, err := d.DecodeSized(imgs[i%len(imgs)], dst, s); err != nil {
+					b.Fatal(err)
+				}
+				i++
+			}
+			b.ReportMetric(float64(b.Elapsed().Microseconds())/1000/float64(b.N), "ms/image")
+		})
+	}
+}
+
+// rrcScale draws a random resized crop's params as the loader's worker
+// does, and offers the box when crop is set.
+type rrcScale struct {
+	pipe *augment.Pipeline
+	idx  int64
+	prm  augment.Params
+	crop bool
+}
+
+func (s *rrcScale) Scale(h, w int) int {
+	s.prm = s.pipe.DrawSized(1, 0, s.idx, h, w)
+	return s.pipe.Scale(h, w, s.prm)
+}
+
+func (s *rrcScale) Crop() (augment.Box, bool) {
+	if !s.crop {
+		return augment.Box{}, false
+	}
+	return s.pipe.CropBox(s.prm)
 }

@@ -40,10 +40,14 @@ func (p *Pool) WithBackend(b Backend) *Pool {
 func (p *Pool) Backend() Backend { return p.backend }
 
 // DecoderName describes the pool's JPEG decoder for people: "turbo
-// (LIBRARY FILE)" or "go (internal/jpegdec)".
+// (LIBRARY FILE; …)" or "go (internal/jpegdec)".
 func (p *Pool) DecoderName() string {
 	if p.backend == TurboJPEG {
-		return "turbo (" + TurboPath() + "; internal/jpegx up to 256×256)"
+		crop := "; crops decoded alone by " + cropPath()
+		if err := CropAvailable(); err != nil {
+			crop = "; whole images only: " + err.Error()
+		}
+		return "turbo (" + TurboPath() + "; internal/jpegx up to 256×256" + crop + ")"
 	}
 	return "go (internal/jpegdec)"
 }
