@@ -11,6 +11,7 @@ import (
 	"os"
 	"runtime"
 	"testing"
+	"unsafe"
 
 	"github.com/loaderd/loaderd/augment"
 	"github.com/loaderd/loaderd/loader"
@@ -289,5 +290,46 @@ func TestCropHandlesCollected(t *testing.T) {
 		if i%20 == 0 {
 			runtime.GC()
 		}
+	}
+}
+
+// TestCropErrorUnwinds: a libjpeg error (here "Unsupported JPEG data
+// precision 12", raised inside jpeg_read_header) reaches Go through the
+// panicking error_exit callback as a failed call, not an exit(); the
+// handle then decodes the next image.
+func TestCropErrorUnwinds(t *testing.T) {
+	requireCrop(t)
+	good, err := os.ReadFile(fixtures + "img/video-001.q50.420.jpeg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := bytes.Clone(good)
+	sof := bytes.Index(bad, []byte{0xff, 0xc0})
+	if sof < 0 {
+		t.Fatal("no SOF0")
+	}
+	bad[sof+4] = 12 // sample precision
+	if !ownTables(bad) {
+		t.Fatal("the edited file no longer passes ownTables: the test would not reach libjpeg")
+	}
+	var d Decoder
+	cfg, _ := d.DecodeConfig(good)
+	w, h := cfg.Width, cfg.Height
+	box := augment.Box{X: 3, Y: 3, W: int32(w - 6), H: int32(h - 6)}
+	got := make([]byte, int(box.W)*int(box.H)*3)
+	if !d.decodeCrop(good, got, w, h, box) {
+		t.Fatal("declined the good image")
+	}
+	c := d.crop
+	c.call(c.lib.memSrc, c.ptr(), uintptr(unsafe.Pointer(&bad[0])), uintptr(len(bad)))
+	if _, ok := c.call(c.lib.readHeader, c.ptr(), 1); ok {
+		t.Fatal("jpeg_read_header returned on a 12-bit file")
+	}
+	if d.decodeCrop(bad, got, w, h, box) {
+		t.Fatal("decoded a 12-bit file")
+	}
+	want := make([]byte, len(got))
+	if !new(Decoder).decodeCrop(good, want, w, h, box) || !d.decodeCrop(good, got, w, h, box) || !bytes.Equal(got, want) {
+		t.Fatal("after the error the handle decodes differently from a fresh one")
 	}
 }
