@@ -9,8 +9,9 @@ import (
 // exactly (see the package comment); decode it with libjpeg-turbo.
 var ErrUnsupported = errors.New("jpegx: not in the exactly reproduced subset")
 
-// MaxPixels bounds the images a Decoder takes: its planes are kept
-// between images, so one huge image would pin its memory.
+// MaxPixels bounds the images a Decoder takes: its planes (and, for
+// progressive files, coefficients: 2 bytes a sample) are kept between
+// images, so one huge image would pin its memory.
 const MaxPixels = 1 << 24
 
 type component struct {
@@ -23,6 +24,10 @@ type component struct {
 	dw, dh int // downsampled (real) width and height in samples
 	off    int // plane offset in Decoder.planes
 	pred   int32
+
+	// Progressive files only (progressive.go).
+	rbw, rbh int // blocks holding real samples: a single-component scan's extent
+	coff     int // offset of its first block in Decoder.coef
 }
 
 // Decoder decodes JPEGs into RGB. Its zero value is ready; it keeps its
@@ -48,6 +53,8 @@ type Decoder struct {
 	blk   [64]int32
 	plane []byte
 	row   [2][]byte // upsampled Cb and Cr of one output row
+
+	progState // progressive files (progressive.go)
 }
 
 func be16(b []byte) int { return int(binary.BigEndian.Uint16(b)) }
@@ -60,17 +67,23 @@ func (d *Decoder) DecodeRGB(data, dst []byte) error {
 	if len(data) < 4 || data[0] != 0xff || data[1] != 0xd8 {
 		return ErrUnsupported
 	}
-	d.ri, d.jfif, d.adobe, d.sawSOF = 0, false, false, false
+	d.ri, d.jfif, d.adobe, d.sawSOF, d.prog = 0, false, false, false, false
 	d.qdef = [4]bool{}
 	d.hdef = [2][4]bool{}
 	for i := 2; ; {
 		// A marker must follow the previous segment at once: libjpeg
 		// skips stray bytes and fill 0xFFs with a warning or silently;
 		// leave both to it.
-		if i+4 > len(data) || data[i] != 0xff {
+		if i+2 > len(data) || data[i] != 0xff {
 			return ErrUnsupported
 		}
 		m := data[i+1]
+		if m == 0xd9 && d.prog { // EOI after the scans of a progressive file
+			return d.progFinish(dst)
+		}
+		if i+4 > len(data) {
+			return ErrUnsupported
+		}
 		n := be16(data[i+2:])
 		if n < 2 || i+2+n > len(data) {
 			return ErrUnsupported
@@ -81,6 +94,8 @@ func (d *Decoder) DecodeRGB(data, dst []byte) error {
 		switch {
 		case m == 0xc0 || m == 0xc1: // baseline, extended sequential Huffman
 			ok = d.readSOF(seg, dst)
+		case m == 0xc2: // progressive Huffman
+			ok = d.readSOF(seg, dst) && d.progStart()
 		case m == 0xc4:
 			ok = d.readDHT(seg)
 		case m == 0xdb:
@@ -101,6 +116,15 @@ func (d *Decoder) DecodeRGB(data, dst []byte) error {
 			ok = true
 		case m > 0xe0 && m <= 0xef || m == 0xfe: // other APPn, COM
 			ok = true
+		case m == 0xda && d.prog:
+			// One scan of several: decoded into the coefficients, and the
+			// markers go on after it.
+			next, good := d.progScan(seg, data, i)
+			if !good {
+				return ErrUnsupported
+			}
+			i = next
+			continue
 		case m == 0xda:
 			if !d.sawSOF || !d.readSOS(seg) {
 				return ErrUnsupported
@@ -265,8 +289,14 @@ func (d *Decoder) readSOS(s []byte) bool {
 	if t[0] != 0 || t[1] != 63 || t[2] != 0 {
 		return false
 	}
+	return d.isYCbCr()
+}
+
+// isYCbCr makes libjpeg's colour-space guess (jdapimin.c) from the markers
+// before the first scan: greyscale, or three components it takes for
+// YCbCr — the only colour spaces here.
+func (d *Decoder) isYCbCr() bool {
 	if d.nc == 3 {
-		// libjpeg's colour-space guess (jdapimin.c): only YCbCr is here.
 		switch {
 		case d.jfif:
 		case d.adobe:

@@ -6,10 +6,13 @@
 // tables, Huffman tables, module selection) before it decodes anything:
 // for a 32×32 CIFAR JPEG that is more than half of the decode
 // (loader/imagedec's BenchmarkDecodeBySize, scripts/libjpeg-costs.py).
-// This decoder keeps its tables and planes between images, rebuilds a
-// Huffman table only when its definition changes, and reproduces
-// libjpeg-turbo's arithmetic exactly:
+// This decoder keeps its tables, planes and coefficient buffer between
+// images, rebuilds a Huffman table only when its definition changes, and
+// reproduces libjpeg-turbo's arithmetic exactly:
 //
+//   - progressive scans decoded step for step as jdphuff.c does, into its
+//     16-bit coefficients, with the quantisation tables latched at each
+//     component's first scan (jdinput.c);
 //   - the accurate integer IDCT (jidctint.c, JDCT_ISLOW), with the
 //     saturating output of its SIMD versions;
 //   - "fancy" triangle-filter chroma upsampling for 4:2:0 and 4:2:2
@@ -17,21 +20,30 @@
 //   - the fixed-point YCbCr→RGB tables (jdcolor.c), greyscale expanded to
 //     RGB.
 //
-// What it decodes: baseline and extended-sequential Huffman JPEGs, 8-bit,
-// one interleaved scan, greyscale or YCbCr at 4:4:4, 4:2:2 or 4:2:0, with
-// or without restart intervals. Anything else — progressive or arithmetic
-// coding, other subsamplings, RGB/CMYK colour, several scans, and any file
-// libjpeg would warn about (a bad Huffman code, data cut short, stray
-// bytes, a wrong restart marker) or whose coefficients could overflow the
-// 16-bit lanes of libjpeg-turbo's SIMD IDCT — returns ErrUnsupported
-// before the result is trusted, and the caller decodes the file with
-// libjpeg-turbo itself, so pixels and error messages stay libjpeg's.
+// What it decodes: baseline, extended-sequential and progressive Huffman
+// JPEGs, 8-bit, greyscale or YCbCr at 4:4:4, 4:2:2 or 4:2:0. A sequential
+// file is one interleaved scan, with or without restart intervals. A
+// progressive file is any scan script libjpeg takes without a warning
+// (spectral selection, successive approximation, interleaved or single
+// DC scans, tables and other segments between scans), without restart
+// intervals, whose DC and first nine AC coefficients (zig-zag) of every
+// component end fully refined: otherwise libjpeg-turbo smooths the blocks
+// (jdcoefct.c's block smoothing), which is not reproduced. Anything else —
+// arithmetic coding, other subsamplings, RGB/CMYK colour, restart
+// intervals in a progressive file, more than 500 scans (TurboJPEG's
+// TJFLAG_LIMITSCANS), and any file libjpeg would warn about (a bad Huffman
+// code, data cut short, stray bytes, a wrong restart marker, a scan out of
+// progression order) or that makes it write outside a scan's band, or
+// whose coefficients could overflow the 16-bit lanes of libjpeg-turbo's
+// SIMD IDCT — returns ErrUnsupported before the result is trusted, and the
+// caller decodes the file with libjpeg-turbo itself, so pixels and error
+// messages stay libjpeg's.
 //
 // The output equals libjpeg-turbo's on the SIMD code paths every x86-64
 // and arm64 build uses; libjpeg's plain C IDCT wraps instead of saturating
 // for coefficients no encoder produces, where the two could differ.
 //
-// The arithmetic follows libjpeg-turbo's jidctint.c, jdsample.c,
+// The arithmetic follows libjpeg-turbo's jdphuff.c, jidctint.c, jdsample.c,
 // jdmainct.c and jdcolor.c (IJG and modified-BSD licences): this software
 // is based in part on the work of the Independent JPEG Group.
 //

@@ -18,8 +18,9 @@ import (
 // to libjpeg-turbo's.)
 func FuzzDecodeRGB(f *testing.F) {
 	var seeds [][]byte
-	files, _ := filepath.Glob("../../loader/imagedec/testdata/img/*.jp*g")
-	for _, name := range files {
+	files, _ := filepath.Glob("../../loader/testdata/formats/img/*.jp*g")
+	prog, _ := filepath.Glob("testdata/prog*.jpg")
+	for _, name := range append(files, prog...) {
 		data, err := os.ReadFile(name)
 		if err != nil {
 			f.Fatal(err)
@@ -43,6 +44,9 @@ func FuzzDecodeRGB(f *testing.F) {
 	for _, s := range seeds {
 		f.Add(s)
 	}
+	// Other tables, other sizes, and a progressive image: its coefficient
+	// buffer is kept too.
+	others := append(seeds[len(seeds)-3:len(seeds):len(seeds)], readFile(f, "testdata/prog420.jpg"))
 	var used Decoder
 	f.Fuzz(func(t *testing.T, data []byte) {
 		w, h, ok := frameSize(data)
@@ -55,7 +59,7 @@ func FuzzDecodeRGB(f *testing.F) {
 		if errA != nil && !errors.Is(errA, ErrUnsupported) {
 			t.Fatalf("error is not ErrUnsupported: %v", errA)
 		}
-		for _, s := range seeds[len(seeds)-3:] { // other tables, other sizes
+		for _, s := range others {
 			sw, sh, _ := frameSize(s)
 			if err := used.DecodeRGB(s, make([]byte, sw*sh*3)); err != nil {
 				t.Fatalf("seed: %v", err)
@@ -69,14 +73,14 @@ func FuzzDecodeRGB(f *testing.F) {
 	})
 }
 
-// frameSize reads the SOF0/1 size, for sizing the output.
+// frameSize reads the SOF0/1/2 size, for sizing the output.
 func frameSize(b []byte) (w, h int, ok bool) {
 	for i := 2; i+9 < len(b); {
 		if b[i] != 0xff {
 			return 0, 0, false
 		}
 		m, n := b[i+1], int(b[i+2])<<8|int(b[i+3])
-		if m == 0xc0 || m == 0xc1 {
+		if m == 0xc0 || m == 0xc1 || m == 0xc2 {
 			return int(b[i+7])<<8 | int(b[i+8]), int(b[i+5])<<8 | int(b[i+6]), true
 		}
 		i += 2 + n

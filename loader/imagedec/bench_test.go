@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/loaderd/loaderd/augment"
+	"github.com/loaderd/loaderd/internal/jpegx"
 	"github.com/loaderd/loaderd/loader/internal/loadertest"
 )
 
@@ -148,4 +149,55 @@ func (s *rrcScale) Crop() (augment.Box, bool) {
 		return augment.Box{}, false
 	}
 	return s.pipe.CropBox(s.prm)
+}
+
+// BenchmarkDecodeProgressive decodes the large set's progressive JPEGs
+// (768 of the 3,000) whole into RGB: internal/jpegx's DecodeRGB, and
+// libjpeg-turbo alone. ms/image is the decode alone.
+//
+//	go test ./loader/imagedec -run XXX -bench DecodeProgressive -benchtime 1500x
+func BenchmarkDecodeProgressive(b *testing.B) {
+	requireTurbo(b)
+	var imgs [][]byte
+	for _, data := range tarJPEGs(b, loadertest.LargeImagesTar(b), 3000) {
+		if isProgressive(data) {
+			imgs = append(imgs, data)
+		}
+	}
+	if len(imgs) == 0 {
+		b.Fatal("no progressive JPEGs in the large set")
+	}
+	dst := make([]byte, 3*AnySizeMaxPixels)
+	b.Run("decoder=jpegx", func(b *testing.B) {
+		var d jpegx.Decoder
+		for _, data := range imgs { // its buffers grow to the largest image
+			w, h, _, _ := scanSOF(data)
+			if err := d.DecodeRGB(data, dst[:w*h*3]); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			data := imgs[i%len(imgs)]
+			w, h, _, _ := scanSOF(data)
+			if err := d.DecodeRGB(data, dst[:w*h*3]); err != nil {
+				b.Fatal(err)
+			}
+			i++
+		}
+		b.ReportMetric(float64(b.Elapsed().Microseconds())/1000/float64(b.N), "ms/image")
+	})
+	b.Run("decoder=libjpeg-turbo", func(b *testing.B) {
+		d := &Decoder{Backend: TurboJPEG, LibjpegOnly: true, MaxPixels: AnySizeMaxPixels}
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			if _, _, _, err := d.DecodeSized(imgs[i%len(imgs)], dst, nil); err != nil {
+				b.Fatal(err)
+			}
+			i++
+		}
+		b.ReportMetric(float64(b.Elapsed().Microseconds())/1000/float64(b.N), "ms/image")
+	})
 }

@@ -13,6 +13,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/loaderd/loaderd/internal/jpegx"
@@ -112,8 +113,8 @@ func TestExactMatchesLibjpegCIFAR(t *testing.T) {
 }
 
 // TestExactMatchesLibjpegLarge: on the large-image set jpegx takes every
-// sequential file (4:4:4, 4:2:2, 4:2:0, greyscale), equal byte for byte,
-// and leaves the progressive ones to libjpeg-turbo.
+// file, sequential and progressive (768 of them; 4:4:4, 4:2:2, 4:2:0,
+// greyscale), equal byte for byte.
 func TestExactMatchesLibjpegLarge(t *testing.T) {
 	if testing.Short() {
 		t.Skip("skipped in -short: decodes 3,000 large images twice")
@@ -121,8 +122,8 @@ func TestExactMatchesLibjpegLarge(t *testing.T) {
 	requireTurbo(t)
 	took, all := checkExactTar(t, loadertest.LargeImagesTar(t))
 	t.Logf("jpegx took %d of %d", took, all)
-	if all != 3000 || took < all/2 || took == all {
-		t.Fatalf("jpegx took %d of %d images: want the sequential ones, not the progressive", took, all)
+	if all != 3000 || took != all {
+		t.Fatalf("jpegx took %d of %d images: want all 3,000", took, all)
 	}
 }
 
@@ -179,13 +180,19 @@ func TestExactMatchesLibjpegGenerated(t *testing.T) {
 }
 
 // TestExactFixtures: the JPEG fixtures (every subsampling, progressive,
-// greyscale, CMYK): jpegx takes what it can, exactly.
+// greyscale, CMYK), and internal/jpegx's progressive test files (4:4:4,
+// 4:2:2, 4:2:0, greyscale): jpegx takes what it can, exactly, and every
+// progressive one.
 func TestExactFixtures(t *testing.T) {
 	requireTurbo(t)
 	lib := &Decoder{LibjpegOnly: true}
 	var jx jpegx.Decoder
 	files, _ := filepath.Glob(fixtures + "img/*.jp*g")
-	for _, f := range files {
+	prog, _ := filepath.Glob("../../internal/jpegx/testdata/prog*.jpg")
+	if len(prog) != 4 {
+		t.Fatalf("%d progressive files in internal/jpegx/testdata, want 4", len(prog))
+	}
+	for _, f := range append(files, prog...) {
 		data, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)
@@ -193,6 +200,9 @@ func TestExactFixtures(t *testing.T) {
 		ok, err := exactVsLibjpeg(lib, &jx, data)
 		if err != nil {
 			t.Errorf("%s: %v", f, err)
+		}
+		if !ok && strings.Contains(filepath.Base(f), "prog") {
+			t.Errorf("%s: jpegx left a progressive file to libjpeg", f)
 		}
 		t.Logf("%s: jpegx took it: %v", filepath.Base(f), ok)
 	}
@@ -203,6 +213,14 @@ func TestExactFixtures(t *testing.T) {
 // bytes — a malformed file must fall back, never decode differently.
 func FuzzExactMatchesLibjpeg(f *testing.F) {
 	fuzzSeeds(f)
+	prog, _ := filepath.Glob("../../internal/jpegx/testdata/prog*.jpg")
+	for _, name := range prog {
+		data, err := os.ReadFile(name)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data)
+	}
 	for _, q := range []int{50, 90} {
 		var buf bytes.Buffer
 		m := image.NewYCbCr(image.Rect(0, 0, 37, 21), image.YCbCrSubsampleRatio420)
