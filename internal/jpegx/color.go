@@ -30,15 +30,18 @@ func init() {
 	}
 }
 
-// toRGB upsamples the chroma planes as libjpeg does and converts every
-// output row into dst.
+// toRGB upsamples the chroma planes as libjpeg does and converts the
+// window's rows and columns (the whole image for DecodeRGB) into dst, rows
+// of the window's width.
 func (d *Decoder) toRGB(dst []byte) {
+	x0, y0, x1, y1 := d.win.x0, d.win.y0, d.win.x1, d.win.y1
+	ow := (x1 - x0) * 3
 	y := &d.comp[0]
 	ys := y.stride
 	if d.nc == 1 {
-		for r := range d.h {
-			src := d.plane[y.off+r*ys : y.off+r*ys+d.w]
-			out := dst[r*d.w*3 : (r+1)*d.w*3]
+		for r := y0; r < y1; r++ {
+			src := d.plane[y.off+r*ys+x0 : y.off+r*ys+x1]
+			out := dst[(r-y0)*ow : (r-y0+1)*ow]
 			for i, v := range src {
 				o := (*[3]byte)(out[i*3:])
 				o[0], o[1], o[2] = v, v, v
@@ -59,7 +62,8 @@ func (d *Decoder) toRGB(dst []byte) {
 	if d.hmax == 2 && d.vmax == 2 {
 		// Each chroma row's margins repeat its edge samples: then the
 		// upsampler's special first and last columns are its general
-		// formula (see up420).
+		// formula (see up420), and inside the row a window's columns
+		// find their true neighbours beside them.
 		for _, c := range []*component{cb, cr} {
 			for r := range c.dh {
 				row := d.plane[c.off+r*cs-1 : c.off+r*cs+c.dw+1]
@@ -67,16 +71,18 @@ func (d *Decoder) toRGB(dst []byte) {
 			}
 		}
 	}
-	for r := range d.h {
-		yrow := d.plane[y.off+r*ys : y.off+r*ys+d.w]
-		out := dst[r*d.w*3 : (r+1)*d.w*3]
+	// The chroma columns of a 4:2:0 window: c0..c1-1 cover x0..x1-1.
+	c0, c1 := x0/2, (x1+1)/2
+	for r := y0; r < y1; r++ {
+		yrow := d.plane[y.off+r*ys+x0 : y.off+r*ys+x1]
+		out := dst[(r-y0)*ow : (r-y0+1)*ow]
 		switch {
 		case d.hmax == 1: // 4:4:4
-			convert(out, yrow, d.plane[cb.off+r*cs:], d.plane[cr.off+r*cs:])
-		case d.vmax == 1: // 4:2:2
+			convert(out, yrow, d.plane[cb.off+r*cs+x0:], d.plane[cr.off+r*cs+x0:])
+		case d.vmax == 1: // 4:2:2: the whole row (h2v1 treats its ends as edges)
 			h2v1(ucb, d.plane[cb.off+r*cs:cb.off+r*cs+cb.dw])
 			h2v1(ucr, d.plane[cr.off+r*cs:cr.off+r*cs+cr.dw])
-			convert(out, yrow, ucb, ucr)
+			convert(out, yrow, ucb[x0:], ucr[x0:])
 		default: // 4:2:0
 			// The nearer chroma row is r/2, the further one the row above
 			// for even r and below for odd r, the edge rows standing in
@@ -84,10 +90,11 @@ func (d *Decoder) toRGB(dst []byte) {
 			near := r >> 1
 			far := near - 1 + 2*(r&1)
 			far = min(max(far, 0), cb.dh-1)
-			n, f := near*cs-1, far*cs-1 // rows with their margins
-			up420(ucb, d.plane[cb.off+n:cb.off+n+cb.dw+2], d.plane[cb.off+f:cb.off+f+cb.dw+2])
-			up420(ucr, d.plane[cr.off+n:cr.off+n+cr.dw+2], d.plane[cr.off+f:cr.off+f+cr.dw+2])
-			convert(out, yrow, ucb, ucr)
+			n, f := near*cs-1+c0, far*cs-1+c0 // from the column left of c0
+			m := c1 - c0 + 2
+			up420(ucb, d.plane[cb.off+n:cb.off+n+m], d.plane[cb.off+f:cb.off+f+m])
+			up420(ucr, d.plane[cr.off+n:cr.off+n+m], d.plane[cr.off+f:cr.off+f+m])
+			convert(out, yrow, ucb[x0-2*c0:], ucr[x0-2*c0:])
 		}
 	}
 }

@@ -53,6 +53,7 @@ type Decoder struct {
 	blk   [64]int32
 	plane []byte
 	row   [2][]byte // upsampled Cb and Cr of one output row
+	win   window    // the pixels asked for (DecodeRGBCrop)
 
 	progState // progressive files (progressive.go)
 }
@@ -64,6 +65,32 @@ func be16(b []byte) int { return int(binary.BigEndian.Uint16(b)) }
 // ErrUnsupported, with dst's contents undefined, for any file outside the
 // exact subset, corrupt ones included.
 func (d *Decoder) DecodeRGB(data, dst []byte) error {
+	d.win = window{}
+	return d.decode(data, dst)
+}
+
+// DecodeRGBCrop is DecodeRGB for the w×h pixels whose top-left corner is
+// (x, y): dst holds exactly w·h·3 bytes, the whole decode's pixels there.
+// The file is read and checked in full as by DecodeRGB (so it takes and
+// declines the same files, but for blocks wholly outside the crop); a
+// progressive file's blocks outside the crop skip the IDCT, and only the
+// crop's rows are upsampled and converted.
+func (d *Decoder) DecodeRGBCrop(data, dst []byte, x, y, w, h int) error {
+	if x < 0 || y < 0 || w <= 0 || h <= 0 {
+		return ErrUnsupported
+	}
+	d.win = window{x, y, x + w, y + h, true}
+	return d.decode(data, dst)
+}
+
+// window is the part of the image DecodeRGBCrop asked for; set is false
+// for the whole image (DecodeRGB), which readSOF then fills in.
+type window struct {
+	x0, y0, x1, y1 int
+	set            bool
+}
+
+func (d *Decoder) decode(data, dst []byte) error {
 	if len(data) < 4 || data[0] != 0xff || data[1] != 0xd8 {
 		return ErrUnsupported
 	}
@@ -144,7 +171,12 @@ func (d *Decoder) readSOF(s, dst []byte) bool {
 	}
 	d.sawSOF = true
 	d.h, d.w, d.nc = be16(s[1:]), be16(s[3:]), int(s[5])
-	if d.w == 0 || d.h == 0 || d.w*d.h > MaxPixels || len(dst) != d.w*d.h*3 ||
+	if !d.win.set {
+		d.win.x1, d.win.y1 = d.w, d.h
+	}
+	wn := d.win
+	if d.w == 0 || d.h == 0 || d.w*d.h > MaxPixels || wn.x1 > d.w || wn.y1 > d.h ||
+		len(dst) != (wn.x1-wn.x0)*(wn.y1-wn.y0)*3 ||
 		(d.nc != 1 && d.nc != 3) || len(s) != 6+3*d.nc {
 		return false
 	}

@@ -39,6 +39,11 @@
 // caller decodes the file with libjpeg-turbo itself, so pixels and error
 // messages stay libjpeg's.
 //
+// DecodeRGBCrop decodes a window of the image (a random resized crop's
+// box): the file is read and checked in full, but a progressive file's
+// blocks outside the window (and the upsampler's one-sample neighbours)
+// skip the IDCT, and only the window is upsampled and converted.
+//
 // The output equals libjpeg-turbo's on the SIMD code paths every x86-64
 // and arm64 build uses; libjpeg's plain C IDCT wraps instead of saturating
 // for coefficients no encoder produces, where the two could differ.

@@ -14,6 +14,7 @@ import (
 // ErrUnsupported, never panics; and what it decodes does not depend on
 // the images a Decoder saw before (its kept Huffman tables and planes):
 // a fresh Decoder and one that has just decoded other images give the
+// same bytes; and DecodeRGBCrop's window of an image it decodes holds the
 // same bytes. (loader/imagedec's FuzzExactMatchesLibjpeg holds the bytes
 // to libjpeg-turbo's.)
 func FuzzDecodeRGB(f *testing.F) {
@@ -69,6 +70,22 @@ func FuzzDecodeRGB(f *testing.F) {
 		errB := used.DecodeRGB(data, b)
 		if (errA == nil) != (errB == nil) || errA == nil && !bytes.Equal(a, b) {
 			t.Fatalf("a used Decoder differs from a fresh one: %v / %v", errA, errB)
+		}
+		if errA != nil {
+			return
+		}
+		// A window (its place and size drawn from the data) holds the
+		// whole decode's pixels there.
+		x, y := int(data[len(data)/2])%w, int(data[len(data)/3])%h
+		ww, wh := 1+int(data[len(data)/4])%(w-x), 1+int(data[len(data)/5])%(h-y)
+		c := make([]byte, ww*wh*3)
+		if err := used.DecodeRGBCrop(data, c, x, y, ww, wh); err != nil {
+			t.Fatalf("window %d,%d %dx%d of a %dx%d image it decodes whole: %v", x, y, ww, wh, w, h, err)
+		}
+		for r := range wh {
+			if !bytes.Equal(c[r*ww*3:(r+1)*ww*3], a[((y+r)*w+x)*3:][:ww*3]) {
+				t.Fatalf("window %d,%d %dx%d of %dx%d: row %d differs from the whole decode", x, y, ww, wh, w, h, r)
+			}
 		}
 	})
 }

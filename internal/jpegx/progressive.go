@@ -205,11 +205,16 @@ func (d *Decoder) progFinish(dst []byte) error {
 	for ci := range d.nc {
 		c := &d.comp[ci]
 		q := &d.qlat[ci]
+		// The blocks the window reads (DecodeRGBCrop); the others are
+		// only cleared for the next image.
+		bx0, bx1 := d.winBlocks(d.win.x0, d.win.x1, c.h, d.hmax, c.dw, c.rbw)
+		by0, by1 := d.winBlocks(d.win.y0, d.win.y1, c.v, d.vmax, c.dh, c.rbh)
 		for by := range c.rbh {
 			b0 := c.coff/64 + by*c.bw
 			for bx := range c.rbw {
 				cf := (*[64]int16)(d.coef[(b0+bx)*64:])
-				if !d.idctCoef(cf, d.nz[b0+bx], q, d.plane[c.off+(by*c.stride+bx)*8:], c.stride) {
+				if by >= by0 && by < by1 && bx >= bx0 && bx < bx1 &&
+					!d.idctCoef(cf, d.nz[b0+bx], q, d.plane[c.off+(by*c.stride+bx)*8:], c.stride) {
 					return ErrUnsupported
 				}
 				*cf, d.nz[b0+bx] = [64]int16{}, 0
@@ -222,6 +227,23 @@ func (d *Decoder) progFinish(dst []byte) error {
 	d.dirty = 0 // all zero again
 	d.toRGB(dst)
 	return nil
+}
+
+// winBlocks returns the blocks [b0, b1) of one axis of a component that
+// the window's pixels [p0, p1) read: its samples scaled by the sampling
+// factor f of fmax, one more on either side for the upsampler's
+// neighbours when the component is subsampled, within the n real samples
+// and nb real blocks.
+func (d *Decoder) winBlocks(p0, p1, f, fmax, n, nb int) (int, int) {
+	s0, s1 := p0*f/fmax, (p1*f+fmax-1)/fmax
+	if f < fmax {
+		s0, s1 = s0-1, s1+1
+	}
+	s0, s1 = max(s0, 0), min(s1, n)
+	if s1 <= s0 {
+		return 0, 0
+	}
+	return s0 / 8, min((s1-1)/8+1, nb)
 }
 
 // idctCoef dequantises one block of coefficients (zig-zag; nz marks the

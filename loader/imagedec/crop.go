@@ -30,12 +30,14 @@ import (
 // margin: skipping keeps the upsampler's context rows), and
 // TestCropMatchesFullDecode holds every large-image box to the full
 // decode's bytes. Only sequential single-scan files of one or three
-// components take this path; progressive ones (their whole file is
-// decoded before the first row anyway), CMYK and any file libjpeg errs or
-// warns on go through the full decode, which keeps PIL's acceptance
-// rules and error messages. A sequential file damaged below the crop is
-// therefore decoded without complaint when the crop does not reach the
-// damage: the batch holds nothing of it.
+// components take this path. Progressive files, whose every scan libjpeg
+// decodes before the first row, go to internal/jpegx's DecodeRGBCrop
+// (all scans read and checked, only the box's blocks transformed and
+// converted). CMYK and any file libjpeg or jpegx errs or warns on go
+// through the full decode, which keeps PIL's acceptance rules and error
+// messages. A sequential file damaged below the crop is therefore decoded
+// without complaint when the crop does not reach the damage: the batch
+// holds nothing of it.
 
 // cropMargin is the columns decoded beyond the box on either side: one
 // iMCU of a 4:2:0 or 4:2:2 image.
@@ -304,6 +306,12 @@ func (c *cropHandle) reset() {
 // image. The first call makes the decoder's libjpeg handle; without
 // libjpeg.so.62 every later call returns false at once.
 func (d *Decoder) decodeCrop(data, dst []byte, w, h int, box augment.Box) bool {
+	if isProgressive(data) {
+		// libjpeg decodes every scan before the first row, so only the
+		// output stage could shrink: jpegx's (progressive.go there).
+		return d.jxOn() && w*h <= progMaxPixels &&
+			d.jx.DecodeRGBCrop(data, dst, int(box.X), int(box.Y), int(box.W), int(box.H)) == nil
+	}
 	if d.cropOff {
 		return false
 	}

@@ -125,6 +125,10 @@ const exactMaxPixels = 1 << 16
 // with the pooled decoder, so one huge image would pin them.
 const progMaxPixels = 1 << 22
 
+// jxOn reports whether internal/jpegx may decode (LibjpegOnly and
+// LOADERD_JPEGX=off turn it off).
+func (d *Decoder) jxOn() bool { return !d.LibjpegOnly && !exactOff }
+
 // isProgressive reports whether a JPEG's frame header, found by walking
 // its marker segments, is SOF2 (progressive Huffman).
 func isProgressive(b []byte) bool {
@@ -168,7 +172,7 @@ func (d *Decoder) turboRGB(data, out []byte, w, h int) error {
 		cmykToRGB(out, d.cmyk[:n])
 		return nil
 	}
-	if !d.LibjpegOnly && !exactOff && w == int(t.width) && h == int(t.height) &&
+	if d.jxOn() && w == int(t.width) && h == int(t.height) &&
 		(w*h <= exactMaxPixels || w*h <= progMaxPixels && isProgressive(data)) {
 		// Same pixels as libjpeg-turbo's; anything jpegx is unsure of
 		// goes on to libjpeg-turbo itself.
