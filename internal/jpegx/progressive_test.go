@@ -322,9 +322,9 @@ func TestProgressiveDeclines(t *testing.T) {
 		{"last scan dropped", cat(file[:last], eoi)},
 		{"last three scans dropped", cat(file[:sos[7]], eoi)},
 		{"only the DC scan", cat(file[:sos[1]], eoi)},
-		{"refinement with the wrong Ah", edit(sos[5]+2+2+1+2+2, 0x32)},      // Y 1..63 Ah 2 Al 1 → Ah 3 Al 2
-		{"refinement of two bits", edit(sos[5]+2+2+1+2+2, 0x20)},            // Ah 2 Al 0
-		{"AC first scan twice", cat(file[:sos[2]], file[sos[1]:len(file)])}, // Y 1..5 again
+		{"refinement with the wrong Ah", edit(sos[5]+2+2+1+2+2, 0x32)}, // Y 1..63 Ah 2 Al 1 → Ah 3 Al 2
+		{"refinement of two bits", edit(sos[5]+2+2+1+2+2, 0x20)},       // Ah 2 Al 0
+		{"AC first scan twice", cat(file[:sos[2]], file[sos[1]:])},     // Y 1..5 again
 		{"stray byte after a scan", cat(file[:sos[4]], []byte{0x55}, file[sos[4]:])},
 		{"garbage for a refinement scan", cat(file[:last+12], bytes.Repeat([]byte{0xfe}, 40), file[last+52:])},
 	} {
