@@ -1,10 +1,7 @@
 package imagedec
 
 import (
-	"archive/tar"
-	"bufio"
 	"image"
-	"io"
 	"os"
 	"testing"
 	"time"
@@ -71,63 +68,60 @@ func BenchmarkDecodeCIFARJPEG(b *testing.B) {
 
 // tarJPEGs reads the first n JPEGs of a tar.
 func tarJPEGs(b *testing.B, path string, n int) [][]byte {
-	f, err := os.Open(path)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer f.Close()
 	var out [][]byte
-	tr := tar.NewReader(bufio.NewReader(f))
-	for len(out) < n {
-		h, err := tr.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			b.Fatal(err)
-		}
-		if IsImageName(h.Name) {
-			data, err := io.ReadAll(tr)
-			if err != nil {
-				b.Fatal(err)
-			}
-			out = append(out, data)
-		}
-	}
+	eachTarImage(b, path, func(_ string, data []byte) bool {
+		out = append(out, data)
+		return len(out) < n
+	})
 	return out
 }
 
-// BenchmarkDecodeRandomCrop decodes the large set's JPEGs (sequential and
-// progressive alike) for random_resized_crop=224: the whole image, or only
-// the drawn box where the decoder can (decode-and-crop, crop.go). The box
+// BenchmarkDecodeRandomCrop decodes the large set's JPEGs for
+// random_resized_crop=224, sequential and progressive files apart: the
+// whole image, or only the drawn box (decode-and-crop, crop.go). The box
 // is torchvision's draw for each image; ms/image is the decode alone.
 //
 //	go test ./loader/imagedec -run XXX -bench DecodeRandomCrop
 func BenchmarkDecodeRandomCrop(b *testing.B) {
 	requireCrop(b)
-	imgs := tarJPEGs(b, loadertest.LargeImagesTar(b), 3000)
+	var seq, prog [][]byte
+	for _, data := range tarJPEGs(b, loadertest.LargeImagesTar(b), 3000) {
+		if isProgressive(data) {
+			prog = append(prog, data)
+		} else {
+			seq = append(seq, data)
+		}
+	}
 	ops, _ := augment.ParseOps("random_resized_crop=224,flip=0.5,normalize=imagenet,out=f32:chw")
 	pipe, err := augment.NewPipeline(augment.Spec{C: 3, DType: augment.U8, Layout: augment.HWC}, ops...)
 	if err != nil {
 		b.Fatal(err)
 	}
-	for _, crop := range []bool{false, true} {
-		b.Run(map[bool]string{false: "decode=whole", true: "decode=crop"}[crop], func(b *testing.B) {
-			d := &Decoder{Backend: TurboJPEG, MaxPixels: AnySizeMaxPixels}
-			dst := make([]byte, 3*AnySizeMaxPixels)
-			s := &rrcScale{pipe: pipe, crop: crop}
-			b.ReportAllocs()
-			i := 0
-			for b.Loop() {
-				s.idx = int64(i)
-				if _, _, _, err := d.DecodeSized(imgs[i%len(imgs)], dst, s); err != nil {
-					b.Fatal(err)
-				}
-				i++
-			}
-			b.ReportMetric(float64(b.Elapsed().Microseconds())/1000/float64(b.N), "ms/image")
-		})
+	for _, kind := range []struct {
+		name string
+		imgs [][]byte
+	}{{"sequential", seq}, {"progressive", prog}} {
+		for _, crop := range []bool{false, true} {
+			name := "kind=" + kind.name + "/decode=" + map[bool]string{false: "whole", true: "crop"}[crop]
+			b.Run(name, func(b *testing.B) { benchRandomCrop(b, pipe, kind.imgs, crop) })
+		}
 	}
+}
+
+func benchRandomCrop(b *testing.B, pipe *augment.Pipeline, imgs [][]byte, crop bool) {
+	d := &Decoder{Backend: TurboJPEG, MaxPixels: AnySizeMaxPixels}
+	dst := make([]byte, 3*AnySizeMaxPixels)
+	s := &rrcScale{pipe: pipe, crop: crop}
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		s.idx = int64(i)
+		if _, _, _, err := d.DecodeSized(imgs[i%len(imgs)], dst, s); err != nil {
+			b.Fatal(err)
+		}
+		i++
+	}
+	b.ReportMetric(float64(b.Elapsed().Microseconds())/1000/float64(b.N), "ms/image")
 }
 
 // rrcScale draws a random resized crop's params as the loader's worker

@@ -168,26 +168,37 @@ func (c *cropHandle) u32(off int) *uint32 {
 
 func (c *cropHandle) ptr() uintptr { return uintptr(unsafe.Pointer(&c.cinfo)) }
 
-// call calls libjpeg's fn through the handle's argument array (purego's
-// variadic slice would otherwise be allocated per call) and reports
-// whether it returned rather than failing: a libjpeg error unwinds to
-// here, and the decompressor is reset for the next image.
-func (c *cropHandle) call(fn uintptr, args ...uintptr) (r uintptr, ok bool) {
-	defer func() {
-		if p := recover(); p != nil {
-			if _, is := p.(libjpegPanic); !is {
-				panic(p)
-			}
-			ok = false
-			if c.live {
-				c.args[0] = c.ptr()
-				purego.SyscallN(c.lib.abort, c.args[:1]...)
-			}
-		}
-	}()
+// run calls libjpeg's fn through the handle's argument array (purego's
+// variadic slice would otherwise be allocated per call). A libjpeg error
+// panics out of it (the error_exit callback): run it under recoverError.
+func (c *cropHandle) run(fn uintptr, args ...uintptr) uintptr {
 	n := copy(c.args[:], args)
-	r, _, _ = purego.SyscallN(fn, c.args[:n]...)
-	return r, true
+	r, _, _ := purego.SyscallN(fn, c.args[:n]...)
+	return r
+}
+
+// call is run for one call on its own, reporting whether it returned
+// rather than failing.
+func (c *cropHandle) call(fn uintptr, args ...uintptr) (r uintptr, ok bool) {
+	defer c.recoverError(&ok)
+	return c.run(fn, args...), true
+}
+
+// recoverError, deferred, turns a libjpeg error unwound to its caller
+// into *ok = false and resets the decompressor for the next image; any
+// other panic goes on.
+func (c *cropHandle) recoverError(ok *bool) {
+	p := recover()
+	if p == nil {
+		return
+	}
+	if _, is := p.(libjpegPanic); !is {
+		panic(p)
+	}
+	*ok = false
+	if c.live {
+		c.run(c.lib.abort, c.ptr())
+	}
 }
 
 // newCropHandle makes a decompressor with the callbacks in place of
@@ -214,24 +225,25 @@ func newCropHandle(l *cropLib) (*cropHandle, error) {
 // bytes of RGB. It reports false, with dst undefined, when the file is
 // not one it takes (see above) or libjpeg erred or warned: decode the
 // whole image instead.
-func (c *cropHandle) decode(data, dst []byte, w, h int, box augment.Box) bool {
+func (c *cropHandle) decode(data, dst []byte, w, h int, box augment.Box) (ok bool) {
 	bx, by, bw, bh := int(box.X), int(box.Y), int(box.W), int(box.H)
 	if len(data) == 0 || len(dst) != bw*bh*3 || bx < 0 || by < 0 || bw <= 0 || bh <= 0 || bx+bw > w || by+bh > h ||
 		!ownTables(data) {
 		return false // (a file using an earlier image's tables: see ownTables)
 	}
 	l, p := c.lib, c.ptr()
-	if _, ok := c.call(l.memSrc, p, uintptr(unsafe.Pointer(unsafe.SliceData(data))), uintptr(len(data))); !ok {
-		return false
-	}
-	if r, ok := c.call(l.readHeader, p, 1); !ok || int32(r) != jpegHeaderOK {
-		c.reset()
+	// However it ends, the decompressor goes back to its state after
+	// creation (jpeg_abort_decompress: the rows below the box are never
+	// read); a libjpeg error unwinds to recoverError.
+	defer c.run(l.abort, p)
+	defer c.recoverError(&ok)
+	c.run(l.memSrc, p, uintptr(unsafe.Pointer(unsafe.SliceData(data))), uintptr(len(data)))
+	if int32(c.run(l.readHeader, p, 1)) != jpegHeaderOK {
 		return false
 	}
 	nc, cs := *c.u32(offNumComp), *c.u32(offColorSpace)
 	if int(*c.u32(offWidth)) != w || int(*c.u32(offHeight)) != h || *c.u32(offProgressive) != 0 ||
 		*c.u32(offCompsInScan) != nc || !(nc == 1 && cs == jcsGray || nc == 3 && (cs == jcsYCbCr || cs == jcsRGB)) {
-		c.reset()
 		return false
 	}
 	// TurboJPEG's settings for TJPF_RGB with TJFLAG_ACCURATEDCT, PIL's.
@@ -240,34 +252,21 @@ func (c *cropHandle) decode(data, dst []byte, w, h int, box augment.Box) bool {
 	*c.u32(offDCT) = 0 // JDCT_ISLOW
 	*c.u32(offFancy), *c.u32(offSmooth) = 1, 1
 	*c.u32(offBuffered), *c.u32(offRawOut), *c.u32(offQuantize) = 0, 0, 0
-	if _, ok := c.call(l.start, p); !ok {
-		return false
-	}
+	c.run(l.start, p)
 	if int(*c.u32(offOutWidth)) != w || int(*c.u32(offOutHeight)) != h {
-		c.reset()
 		return false
 	}
 	x0, x1 := max(bx-cropMargin, 0), min(bx+bw+cropMargin, w)
 	c.xoff, c.width = uint32(x0), uint32(x1-x0)
 	if x0 > 0 || x1 < w {
-		if _, ok := c.call(l.crop, p, uintptr(unsafe.Pointer(&c.xoff)), uintptr(unsafe.Pointer(&c.width))); !ok {
-			return false
-		}
+		c.run(l.crop, p, uintptr(unsafe.Pointer(&c.xoff)), uintptr(unsafe.Pointer(&c.width)))
 	}
 	xo, cw := int(c.xoff), int(c.width)
 	if xo > bx || xo+cw < bx+bw || xo+cw > w {
-		c.reset()
 		return false
 	}
-	if by > 0 {
-		r, ok := c.call(l.skip, p, uintptr(by))
-		if !ok {
-			return false
-		}
-		if int(r) != by {
-			c.reset()
-			return false
-		}
+	if by > 0 && int(c.run(l.skip, p, uintptr(by))) != by {
+		return false
 	}
 	if cap(c.buf) < cropRows*cw*3 {
 		c.buf = make([]byte, cropRows*cw*3)
@@ -277,28 +276,16 @@ func (c *cropHandle) decode(data, dst []byte, w, h int, box augment.Box) bool {
 	}
 	for y := by; y < by+bh; {
 		n := min(cropRows, by+bh-y)
-		r, ok := c.call(l.read, p, uintptr(unsafe.Pointer(&c.rows)), uintptr(n))
-		if !ok {
+		r := int(c.run(l.read, p, uintptr(unsafe.Pointer(&c.rows)), uintptr(n)))
+		if r == 0 || r > n || int(*c.u32(offScanline)) != y+r {
 			return false
 		}
-		if r == 0 || int(r) > n || int(*c.u32(offScanline)) != y+int(r) {
-			c.reset()
-			return false
-		}
-		for k := range int(r) {
+		for k := range r {
 			copy(dst[(y-by+k)*bw*3:(y-by+k+1)*bw*3], c.buf[k*cw*3+(bx-xo)*3:])
 		}
-		y += int(r)
+		y += r
 	}
-	warned := *(*int64)(unsafe.Add(unsafe.Pointer(&c.jerr), offNumWarnings)) != 0
-	c.reset()
-	return !warned
-}
-
-// reset returns the decompressor to its state after creation (libjpeg's
-// jpeg_abort_decompress: the rows below the box are never read).
-func (c *cropHandle) reset() {
-	c.call(c.lib.abort, c.ptr())
+	return *(*int64)(unsafe.Add(unsafe.Pointer(&c.jerr), offNumWarnings)) == 0
 }
 
 // decodeCrop decodes only box of the w×h JPEG in data into dst (box.W ·

@@ -1,12 +1,9 @@
 package imagedec
 
 import (
-	"archive/tar"
-	"bufio"
 	"bytes"
 	"image"
 	"image/jpeg"
-	"io"
 	"math/rand/v2"
 	"os"
 	"runtime"
@@ -57,53 +54,37 @@ func TestCropMatchesFullDecode(t *testing.T) {
 		t.Skip("skipped in -short: crops 3,000 large images a dozen times")
 	}
 	requireCrop(t)
-	f, err := os.Open(loadertest.LargeImagesTar(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
 	full := &Decoder{LibjpegOnly: true, Backend: TurboJPEG, MaxPixels: 1 << 24}
 	var d Decoder
 	rng := rand.New(rand.NewPCG(3, 4))
-	tr := tar.NewReader(bufio.NewReaderSize(f, 1<<20))
 	var took, bad int
-	var pix, got []byte
-	for {
-		hd, err := tr.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !IsImageName(hd.Name) {
-			continue
-		}
-		data, _ := io.ReadAll(tr)
-		pix = grow(pix, 1<<24*3)
+	pix := make([]byte, 1<<24*3)
+	var got []byte
+	eachTarImage(t, loadertest.LargeImagesTar(t), func(name string, data []byte) bool {
 		h, w, _, err := full.DecodeSized(data, pix, nil)
 		if err != nil {
-			t.Fatalf("%s: %v", hd.Name, err)
+			t.Fatalf("%s: %v", name, err)
 		}
 		progressive := isProgressive(data)
 		for _, box := range cropBoxes(rng, w, h) {
 			n := int(box.W) * int(box.H) * 3
 			got = grow(got, n)
 			if !d.decodeCrop(data, got[:n], w, h, box) {
-				t.Fatalf("%s: declined box %+v of a %dx%d file (progressive: %v)", hd.Name, box, w, h, progressive)
+				t.Fatalf("%s: declined box %+v of a %dx%d file (progressive: %v)", name, box, w, h, progressive)
 			}
 			took++
 			for y := range int(box.H) {
 				row := pix[((int(box.Y)+y)*w+int(box.X))*3:][:int(box.W)*3]
 				if !bytes.Equal(got[y*int(box.W)*3:][:int(box.W)*3], row) {
 					if bad++; bad <= 5 {
-						t.Errorf("%s: box %+v of %dx%d: row %d differs from the full decode", hd.Name, box, w, h, y)
+						t.Errorf("%s: box %+v of %dx%d: row %d differs from the full decode", name, box, w, h, y)
 					}
 					break
 				}
 			}
 		}
-	}
+		return true
+	})
 	t.Logf("cropped %d boxes", took)
 	if bad > 0 || took != 3000*12 {
 		t.Fatalf("%d of %d boxes differ; want 0 of 36,000", bad, took)

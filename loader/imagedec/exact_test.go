@@ -1,15 +1,12 @@
 package imagedec
 
 import (
-	"archive/tar"
-	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
 	"image"
 	"image/color"
 	"image/jpeg"
-	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -61,30 +58,10 @@ func firstDiff(a, b []byte) int {
 // checkExactTar compares jpegx with libjpeg-turbo on every JPEG of a tar
 // and returns how many jpegx took and how many there were.
 func checkExactTar(t *testing.T, path string) (took, all int) {
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
 	lib := &Decoder{LibjpegOnly: true}
 	var jx jpegx.Decoder
-	tr := tar.NewReader(bufio.NewReaderSize(f, 1<<20))
 	bad := 0
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		if h.Typeflag != tar.TypeReg || !IsImageName(h.Name) {
-			continue
-		}
-		data, err := io.ReadAll(tr)
-		if err != nil {
-			t.Fatal(err)
-		}
+	eachTarImage(t, path, func(name string, data []byte) bool {
 		all++
 		ok, err := exactVsLibjpeg(lib, &jx, data)
 		if ok {
@@ -92,10 +69,11 @@ func checkExactTar(t *testing.T, path string) (took, all int) {
 		}
 		if err != nil {
 			if bad++; bad <= 5 {
-				t.Errorf("%s(%s): %v", path, h.Name, err)
+				t.Errorf("%s(%s): %v", path, name, err)
 			}
 		}
-	}
+		return true
+	})
 	if bad > 0 {
 		t.Fatalf("%d of %d images differ", bad, all)
 	}

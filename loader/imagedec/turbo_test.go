@@ -1,14 +1,11 @@
 package imagedec
 
 import (
-	"archive/tar"
-	"bufio"
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -146,11 +143,6 @@ func checkTarAgainstPIL(t *testing.T, path string, want int) map[int32]int {
 	t.Helper()
 	pilc := make(chan map[string]string, 1)
 	go func() { pilc <- pilHashesNoSkip(t, path) }()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
 	type img struct {
 		name string
 		sum  string
@@ -158,38 +150,24 @@ func checkTarAgainstPIL(t *testing.T, path string, want int) map[int32]int {
 	var got []img
 	var d Decoder
 	subs := map[int32]int{}
-	tr := tar.NewReader(bufio.NewReaderSize(f, 1<<20))
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		if h.Typeflag != tar.TypeReg || !IsImageName(h.Name) {
-			continue
-		}
-		data, err := io.ReadAll(tr)
-		if err != nil {
-			t.Fatal(err)
-		}
+	eachTarImage(t, path, func(name string, data []byte) bool {
 		pix, w, hh, err := turboNative(&d, data)
 		if err != nil {
-			t.Fatalf("%s(%s): %v", path, h.Name, err)
+			t.Fatalf("%s(%s): %v", path, name, err)
 		}
 		// TurboJPEG's own header parse: the subsampling, and scanSOF's
 		// agreement with it on every image.
 		if err := d.tj.header(data); err != nil {
-			t.Fatalf("%s(%s): %v", path, h.Name, err)
+			t.Fatalf("%s(%s): %v", path, name, err)
 		}
 		if int(d.tj.width) != w || int(d.tj.height) != hh {
-			t.Fatalf("%s(%s): decoded as %dx%d, TurboJPEG's header says %dx%d", path, h.Name, w, hh, d.tj.width, d.tj.height)
+			t.Fatalf("%s(%s): decoded as %dx%d, TurboJPEG's header says %dx%d", path, name, w, hh, d.tj.width, d.tj.height)
 		}
 		subs[d.tj.subs]++
 		sum := sha256.Sum256(pix)
-		got = append(got, img{h.Name, fmt.Sprintf("%dx%d\t%s", w, hh, hex.EncodeToString(sum[:]))})
-	}
+		got = append(got, img{name, fmt.Sprintf("%dx%d\t%s", w, hh, hex.EncodeToString(sum[:]))})
+		return true
+	})
 	pil := <-pilc
 	if pil == nil {
 		t.FailNow()
