@@ -11,6 +11,7 @@
 #   bin/loaderd, bin/trainer    the daemon and the trainer (x86-64, cgo for NVML)
 #   test/<pkg>.test             `go test -c` of the GPU-relevant packages
 #   lib/libturbojpeg.so.0       the JPEG decoder loaderd dlopens, when present here
+#   lib/libjpeg.so.62           libjpeg-turbo's libjpeg API, for decode-and-crop
 #   data/cifar10-train-jpg.tar.gz   the shared CIFAR-10 JPEG tar (16 MB gzipped)
 #   MANIFEST                    what was built, from which tree, with sizes
 #
@@ -49,7 +50,7 @@ flags=(-trimpath -ldflags='-s -w')
 t0=$SECONDS
 go build ${flags[@]+"${flags[@]}"} -o "$dir/bin/" ./cmd/loaderd ./cmd/trainer
 go test -c ${flags[@]+"${flags[@]}"} -o "$dir/test/" "${test_pkgs[@]}"
-for lib in /usr/lib/x86_64-linux-gnu/libturbojpeg.so.0; do
+for lib in /usr/lib/x86_64-linux-gnu/libturbojpeg.so.0 /usr/lib/x86_64-linux-gnu/libjpeg.so.62; do
   [ -e "$lib" ] && cp -L "$lib" "$dir/lib/"
 done
 if [ "$data" = 1 ]; then
