@@ -197,6 +197,7 @@ step_cuda_test() {
 extract_cuda_test() {
   awk '/^== /{pkg=$2} /^--- (PASS|FAIL|SKIP)/{n[pkg" "$2]++} /^--- (FAIL|SKIP)/{print pkg": "$0} /^(ok|FAIL|PASS)$/{} END {for (k in n) print k, n[k]}' "$1" | sort | uniq | head -60
   grep -A8 -E '^\s*--- FAIL' "$1" | head -60
+  grep -m1 -o 'cuda:.*kernels loaded as.*' "$1" || true
 }
 
 step_sanitizer() {
@@ -277,6 +278,8 @@ text = open(sys.argv[1]).read()
 res = json.loads(text[text.index("{"):text.rindex("}") + 1])
 print(f"{res['model']} ({res['params']} parameters) on {res['devices']} {res.get('device', '?')} device(s), mode {res['mode']}, amp {res.get('amp', 'off')}")
 print("shared-memory registration:", res.get("host_register") or "none (not CUDA, or not --transport shm)")
+if res.get("kernels"):
+    print("kernels loaded as:", res["kernels"])
 print(f"{res['images']} images in {res['seconds']:.1f} s: {res['images_per_s']:.0f} images/s, data wait {100 * res['wait_share']:.2f}% of step time")
 t, reached = 0.0, None
 for e in res["epochs"]:

@@ -313,7 +313,10 @@ type TrainResult struct {
 	// HostRegister says whether the shared-memory region was page-locked
 	// for the devices (CUDA with --transport shm), or why not; "" when
 	// there was nothing to register.
-	HostRegister string           `json:"host_register,omitempty"`
+	HostRegister string `json:"host_register,omitempty"`
+	// Kernels says how CUDA devices loaded their kernels: "PTX", or
+	// "CUBIN sm_XY (…)" when the driver refused the PTX; "" on the CPU.
+	Kernels      string           `json:"kernels,omitempty"`
 	Params       int              `json:"params"`
 	Start        sampler.Position `json:"start"`    // where this process began
 	Position     sampler.Position `json:"position"` // next batch to train on

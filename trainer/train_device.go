@@ -3,6 +3,8 @@ package trainer
 import (
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/loaderd/loaderd/trainer/cuda"
 	"github.com/loaderd/loaderd/trainer/tensor"
@@ -56,4 +58,16 @@ func openDevices(cfg *TrainConfig, g int) ([]tensor.Device, error) {
 		devs = append(devs, d)
 	}
 	return devs, nil
+}
+
+// kernelCode reports how the CUDA devices loaded their kernels (each
+// device's Code, once per distinct answer); "" without CUDA devices.
+func kernelCode(devs []tensor.Device) string {
+	var codes []string
+	for _, d := range devs {
+		if c, ok := d.(interface{ Code() string }); ok && !slices.Contains(codes, c.Code()) {
+			codes = append(codes, c.Code())
+		}
+	}
+	return strings.Join(codes, "; ")
 }

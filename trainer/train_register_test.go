@@ -124,3 +124,30 @@ func TestRegistersSharedRegion(t *testing.T) {
 		})
 	}
 }
+
+// coded stands in for a CUDA device that says how it loaded its kernels.
+type coded struct {
+	tensor.Device
+	code string
+}
+
+func (c coded) Code() string { return c.code }
+
+// The result names each distinct way the CUDA devices loaded their
+// kernels (a CUBIN fallback must show in the run's record), nothing on CPU.
+func TestKernelCode(t *testing.T) {
+	cubin := "CUBIN sm_90 (the driver refused the PTX: CUresult 222)"
+	for _, tc := range []struct {
+		devs []tensor.Device
+		want string
+	}{
+		{nil, ""},
+		{[]tensor.Device{coded{code: "PTX"}, coded{code: "PTX"}}, "PTX"},
+		{[]tensor.Device{coded{code: "PTX"}, coded{code: cubin}}, "PTX; " + cubin},
+		{[]tensor.Device{&registering{}}, ""},
+	} {
+		if got := kernelCode(tc.devs); got != tc.want {
+			t.Errorf("kernelCode(%d devices) = %q, want %q", len(tc.devs), got, tc.want)
+		}
+	}
+}

@@ -218,6 +218,7 @@ func (t *training) loop(ctx context.Context) error {
 	regs, note := registerRegions(t.e.openStreams(), t.devs)
 	defer unregisterRegions(regs) // before Train's deferred close unmaps the regions
 	t.res.HostRegister = note
+	t.res.Kernels = kernelCode(t.devs)
 	if bpe < 1 {
 		return fmt.Errorf("trainer: dataset %q has fewer samples per rank than a batch of %d: %w",
 			cfg.Dataset, cfg.Batch/cfg.world(), ErrTrainConfig)

@@ -52,6 +52,7 @@ type Device struct {
 	ctx    driver.Context
 	stream driver.Stream
 	mods   []driver.Module
+	code   string // how the kernels were loaded: "PTX" or "CUBIN sm_XY (…)"
 	fn     [kCount]driver.Function
 	blas   *driver.CUBLAS
 	blasH  uintptr
@@ -204,11 +205,11 @@ func (d *Device) loadKernels(cfg Config) error {
 		return fmt.Errorf("cuda: %w", err)
 	}
 	where := map[string]driver.Module{}
+	d.code = "PTX"
 	for _, s := range kernels.Sources() {
-		p := ptx[s.File]
-		var m driver.Module
-		if err := d.cu.Check("cuModuleLoadData "+s.File, d.cu.ModuleLoadData(&m, unsafe.Pointer(&p[0]))); err != nil {
-			return fmt.Errorf("cuda: %w", err)
+		m, err := d.loadModule(comp, s, ptx[s.File], cache)
+		if err != nil {
+			return err
 		}
 		d.mods = append(d.mods, m)
 		for _, e := range s.Entries {
@@ -225,6 +226,46 @@ func (d *Device) loadKernels(cfg Config) error {
 		}
 	}
 	return nil
+}
+
+// loadModule loads one source's PTX. Where the driver cannot JIT it (most
+// often a PTX ISA newer than the driver, from a newer NVRTC, a case that
+// CUDA's minor-version compatibility covers for machine code but not for
+// PTX) it compiles the source to a CUBIN for the GPU's own architecture
+// and loads that instead.
+func (d *Device) loadModule(comp kernels.Compiler, s kernels.Source, ptx []byte, cache *kernels.Cache) (driver.Module, error) {
+	var m driver.Module
+	err := d.cu.Check("cuModuleLoadData "+s.File, d.cu.ModuleLoadData(&m, unsafe.Pointer(&ptx[0])))
+	var de *driver.Error
+	if err == nil || !errors.As(err, &de) || !jitRefused(de.Code) {
+		if err != nil {
+			return 0, fmt.Errorf("cuda: %w", err)
+		}
+		return m, nil
+	}
+	bc, _ := comp.(kernels.BinaryCompiler)
+	sm := kernels.SM(d.cc[0], d.cc[1])
+	bin, berr := kernels.BuildCUBIN(bc, s, sm, cache)
+	if berr != nil {
+		return 0, fmt.Errorf("cuda: %w; no CUBIN to load instead: %w", err, berr)
+	}
+	if err := d.cu.Check("cuModuleLoadData "+s.File+" (CUBIN "+sm+")", d.cu.ModuleLoadData(&m, unsafe.Pointer(&bin[0]))); err != nil {
+		return 0, fmt.Errorf("cuda: %w", err)
+	}
+	d.code = fmt.Sprintf("CUBIN %s (the driver refused the PTX: %s)", sm, de.Msg)
+	if de.Msg == "" {
+		d.code = fmt.Sprintf("CUBIN %s (the driver refused the PTX: CUresult %d)", sm, int32(de.Code))
+	}
+	return m, nil
+}
+
+func jitRefused(r driver.Result) bool {
+	switch r {
+	case driver.ErrorInvalidPTX, driver.ErrorJITCompilerNotFound,
+		driver.ErrorUnsupportedPTXVersion, driver.ErrorJITCompilationDisabled:
+		return true
+	}
+	return false
 }
 
 // loadCUBLAS binds cuBLAS to the stream; without it Gemm uses gemm_f32.
@@ -264,6 +305,10 @@ func (d *Device) ComputeCapability() (int, int) { return d.cc[0], d.cc[1] }
 
 // TotalMem returns the GPU's memory in bytes.
 func (d *Device) TotalMem() uint64 { return d.mem }
+
+// Code says how the kernels were loaded: "PTX" (compiled by the driver's
+// JIT) or "CUBIN sm_XY (…)" with the reason the PTX was refused.
+func (d *Device) Code() string { return d.code }
 
 // HasCUBLAS reports whether GEMM runs on cuBLAS (else a reference kernel).
 func (d *Device) HasCUBLAS() bool { return d.blas != nil }

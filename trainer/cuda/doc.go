@@ -2,6 +2,9 @@
 // CUDA driver, NVRTC and cuBLAS are loaded at run time (package driver),
 // and the layer kernels are CUDA C sources embedded in package kernels,
 // compiled by NVRTC for the GPU's architecture at New and cached as PTX.
+// Where the driver's JIT refuses that PTX (an NVRTC newer than the driver
+// writes a PTX ISA the driver does not know) each source is compiled to a
+// CUBIN for the GPU's own sm_XY and loaded instead; Device.Code says which.
 //
 // A Device is one CUDA stream on the device's primary context. Kernel
 // methods validate their arguments exactly as the CPU device does, then

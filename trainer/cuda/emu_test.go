@@ -381,3 +381,67 @@ func TestEmulatedRegisterHostReadOnly(t *testing.T) {
 		t.Fatal("a refused registration returned no error")
 	}
 }
+
+// fakeCUBIN compiles like fakePTX and also to an ELF-looking CUBIN.
+type fakeCUBIN struct {
+	fakePTX
+	calls int
+}
+
+func (f *fakeCUBIN) CompileCUBIN(_, name string, opts []string) ([]byte, string, error) {
+	f.calls++
+	return []byte(fmt.Sprintf("\x7fELF %s %v", name, opts)), "", nil
+}
+
+// A driver whose JIT refuses the PTX (a newer NVRTC's PTX ISA) gets each
+// source as a CUBIN for the GPU's architecture, and the kernels still
+// match the CPU; a refusal for another reason, or no way to make a CUBIN,
+// is an error naming both.
+func TestEmulatedCUBINWhenPTXRefused(t *testing.T) {
+	tests := []struct {
+		name    string
+		refuse  driver.Result // what cuModuleLoadData answers for PTX
+		comp    kernels.Compiler
+		want    string // in Code(), or in the error when wantErr
+		wantErr bool
+	}{
+		{"newer PTX ISA", driver.ErrorUnsupportedPTXVersion, &fakeCUBIN{}, "CUBIN sm_80 (the driver refused the PTX: CUresult 222)", false},
+		{"no JIT", driver.ErrorJITCompilerNotFound, &fakeCUBIN{}, "CUBIN sm_80", false},
+		{"NVRTC without CUBIN", driver.ErrorUnsupportedPTXVersion, fakePTX{}, "no CUBIN to load instead", true},
+		{"other refusal", driver.Result(200), &fakeCUBIN{}, "cuModuleLoadData", true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cu, _ := emuDriver(t, emuLibrary(t))
+			var loads []string
+			cu.ModuleLoadData = func(m *driver.Module, p unsafe.Pointer) driver.Result {
+				head := string(unsafe.Slice((*byte)(p), 4))
+				loads = append(loads, head)
+				if head != "\x7fELF" {
+					return tc.refuse
+				}
+				*m = 1
+				return driver.Success
+			}
+			d, err := newDevice(cu, Config{NoCache: true, NoCUBLAS: true, compiler: tc.comp})
+			if tc.wantErr {
+				if err == nil || !strings.Contains(err.Error(), tc.want) {
+					d.Close()
+					t.Fatalf("err = %v, want one containing %q", err, tc.want)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer d.Close()
+			if !strings.HasPrefix(d.Code(), tc.want) {
+				t.Fatalf("Code() = %q, want prefix %q", d.Code(), tc.want)
+			}
+			if n := len(kernels.Sources()); tc.comp.(*fakeCUBIN).calls != n || len(loads) != 2*n {
+				t.Fatalf("%d CUBIN compiles, %d loads for %d sources", tc.comp.(*fakeCUBIN).calls, len(loads), n)
+			}
+			compareWithCPU(t, d)
+		})
+	}
+}

@@ -24,6 +24,7 @@ func openGPU(t testing.TB, cfg Config) *Device {
 		}
 		t.Skipf("no GPU: %v", err)
 	}
+	t.Logf("%v: kernels loaded as %s, cuBLAS %v", d, d.Code(), d.HasCUBLAS())
 	t.Cleanup(func() { d.Close() })
 	return d
 }

@@ -28,6 +28,12 @@ const (
 	ErrorNoDevice     Result = 100
 	ErrorInvalidPTX   Result = 218
 	ErrorNotSupported Result = 801
+
+	// The driver cannot JIT-compile the PTX: no JIT, a PTX ISA newer than
+	// the driver (NVRTC newer than the driver), or JIT turned off.
+	ErrorJITCompilerNotFound    Result = 221
+	ErrorUnsupportedPTXVersion  Result = 222
+	ErrorJITCompilationDisabled Result = 223
 )
 
 // Device attributes used here (CUdevice_attribute).
@@ -68,8 +74,6 @@ type CUDA struct {
 	DeviceGetAttribute      func(v *int32, attr int32, dev int32) Result
 	DevicePrimaryCtxRetain  func(ctx *Context, dev int32) Result
 	DevicePrimaryCtxRelease func(dev int32) Result
-	CtxCreate               func(ctx *Context, flags uint32, dev int32) Result
-	CtxDestroy              func(ctx Context) Result
 	CtxSetCurrent           func(ctx Context) Result
 	MemAlloc                func(p *DevicePtr, bytes uint64) Result
 	MemFree                 func(p DevicePtr) Result
@@ -119,8 +123,6 @@ func LoadCUDA(o Options) (*CUDA, error) {
 		{Ptr: &c.DeviceGetAttribute, Name: "cuDeviceGetAttribute"},
 		{Ptr: &c.DevicePrimaryCtxRetain, Name: "cuDevicePrimaryCtxRetain"},
 		{Ptr: &c.DevicePrimaryCtxRelease, Name: "cuDevicePrimaryCtxRelease_v2"},
-		{Ptr: &c.CtxCreate, Name: "cuCtxCreate_v2"},
-		{Ptr: &c.CtxDestroy, Name: "cuCtxDestroy_v2"},
 		{Ptr: &c.CtxSetCurrent, Name: "cuCtxSetCurrent"},
 		{Ptr: &c.MemAlloc, Name: "cuMemAlloc_v2"},
 		{Ptr: &c.MemFree, Name: "cuMemFree_v2"},

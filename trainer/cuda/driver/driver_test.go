@@ -1,6 +1,7 @@
 package driver
 
 import (
+	"bytes"
 	"errors"
 	"os"
 	"path/filepath"
@@ -136,6 +137,19 @@ func TestNVRTCCompile(t *testing.T) {
 	var ce *CompileError
 	if !errors.As(err, &ce) || log == "" || !strings.Contains(err.Error(), "bad.cu") {
 		t.Fatalf("bad source: err %v, log %q", err, log)
+	}
+
+	// CUBIN: machine code for a real architecture, an ELF image holding
+	// the kernel's name; a virtual architecture has none to give.
+	cubin, _, err := n.CompileCUBIN(src, "k.cu", []string{"--gpu-architecture=sm_80"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.HasPrefix(cubin, []byte("\x7fELF")) || !bytes.Contains(cubin, []byte("k\x00")) {
+		t.Fatalf("CUBIN (%d bytes) is not an ELF image naming k", len(cubin))
+	}
+	if _, _, err := n.CompileCUBIN(src, "k.cu", []string{"--gpu-architecture=compute_80"}); !errors.As(err, &ce) || !strings.Contains(err.Error(), "cubin") {
+		t.Fatalf("CUBIN for a virtual architecture: %v, want a CompileError from the cubin step", err)
 	}
 }
 

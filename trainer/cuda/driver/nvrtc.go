@@ -1,10 +1,13 @@
 package driver
 
 import (
+	"errors"
 	"fmt"
 	"runtime"
 	"strings"
 	"unsafe"
+
+	"github.com/ebitengine/purego"
 
 	"github.com/loaderd/loaderd/internal/dynlib"
 )
@@ -22,6 +25,8 @@ type NVRTC struct {
 	compileProgram func(p uintptr, nopt int32, opts unsafe.Pointer) int32
 	getPTXSize     func(p uintptr, n *uint64) int32
 	getPTX         func(p uintptr, buf *byte) int32
+	getCUBINSize   func(p uintptr, n *uint64) int32 // nil before NVRTC 11.1
+	getCUBIN       func(p uintptr, buf *byte) int32
 	getLogSize     func(p uintptr, n *uint64) int32
 	getLog         func(p uintptr, buf *byte) int32
 	destroyProgram func(p *uintptr) int32
@@ -69,8 +74,21 @@ func LoadNVRTC(o Options) (*NVRTC, error) {
 		l.close()
 		return nil, err
 	}
+	if _, e := purego.Dlsym(l.handle, "nvrtcGetCUBIN"); e == nil {
+		err = l.bind([]dynlib.Func{
+			{Ptr: &n.getCUBINSize, Name: "nvrtcGetCUBINSize"},
+			{Ptr: &n.getCUBIN, Name: "nvrtcGetCUBIN"},
+		})
+		if err != nil {
+			l.close()
+			return nil, err
+		}
+	}
 	return n, nil
 }
+
+// ErrNoCUBIN is CompileCUBIN's error with an NVRTC older than 11.1.
+var ErrNoCUBIN = errors.New("driver: this NVRTC cannot emit CUBIN (nvrtcGetCUBIN missing)")
 
 // Path returns the file NVRTC was loaded from.
 func (n *NVRTC) Path() string { return n.lib.path }
@@ -92,6 +110,23 @@ func (n *NVRTC) err(op string, r int32, log string) error {
 // "--gpu-architecture=compute_90"). It is safe for concurrent use: every
 // call has its own NVRTC program.
 func (n *NVRTC) Compile(src, name string, opts []string) (ptx []byte, log string, err error) {
+	// buf keeps NVRTC's trailing NUL, as cuModuleLoadData wants.
+	return n.compile(src, name, opts, "ptx", n.getPTXSize, n.getPTX)
+}
+
+// CompileCUBIN compiles CUDA C source to machine code for a real
+// architecture ("--gpu-architecture=sm_90"). The driver loads a CUBIN
+// without its PTX JIT, so it runs where the driver is older than this
+// NVRTC (same major version), which PTX does not. Safe for concurrent use.
+func (n *NVRTC) CompileCUBIN(src, name string, opts []string) (cubin []byte, log string, err error) {
+	if n.getCUBIN == nil {
+		return nil, "", ErrNoCUBIN
+	}
+	return n.compile(src, name, opts, "cubin", n.getCUBINSize, n.getCUBIN)
+}
+
+func (n *NVRTC) compile(src, name string, opts []string, what string,
+	getSize func(uintptr, *uint64) int32, get func(uintptr, *byte) int32) ([]byte, string, error) {
 	var p uintptr
 	if r := n.createProgram(&p, src, name, 0, nil, nil); r != 0 {
 		return nil, "", n.err("create "+name, r, "")
@@ -108,19 +143,19 @@ func (n *NVRTC) Compile(src, name string, opts []string) (ptx []byte, log string
 	r := n.compileProgram(p, int32(len(opts)), unsafe.Pointer(&ptrs[0]))
 	runtime.KeepAlive(cs)
 	runtime.KeepAlive(ptrs)
-	log = n.programLog(p)
+	log := n.programLog(p)
 	if r != 0 {
 		return nil, log, n.err("compile "+name, r, log)
 	}
 	var sz uint64
-	if r := n.getPTXSize(p, &sz); r != 0 || sz == 0 {
-		return nil, log, n.err("ptx size", r, log)
+	if r := getSize(p, &sz); r != 0 || sz == 0 {
+		return nil, log, n.err(what+" size", r, log)
 	}
 	buf := make([]byte, sz)
-	if r := n.getPTX(p, &buf[0]); r != 0 {
-		return nil, log, n.err("ptx", r, log)
+	if r := get(p, &buf[0]); r != 0 {
+		return nil, log, n.err(what, r, log)
 	}
-	return buf, log, nil // buf keeps NVRTC's trailing NUL, as cuModuleLoadData wants
+	return buf, log, nil
 }
 
 func (n *NVRTC) programLog(p uintptr) string {

@@ -55,6 +55,8 @@ func Key(s Source, opts []string) string {
 
 func (c *Cache) path(key string) string { return filepath.Join(c.Dir, key+".ptx") }
 
+func (c *Cache) cubinPath(key string) string { return filepath.Join(c.Dir, key+".cubin") }
+
 // Load returns the cached PTX for key.
 func (c *Cache) Load(key string) ([]byte, bool) {
 	b, err := os.ReadFile(c.path(key))
@@ -64,9 +66,27 @@ func (c *Cache) Load(key string) ([]byte, bool) {
 	return b, true
 }
 
+// LoadCUBIN returns the cached CUBIN for key (BuildCUBIN's).
+func (c *Cache) LoadCUBIN(key string) ([]byte, bool) {
+	b, err := os.ReadFile(c.cubinPath(key))
+	if err != nil || !isELF(b) {
+		return nil, false
+	}
+	return b, true
+}
+
+// StoreCUBIN writes cubin under key atomically, as Store does.
+func (c *Cache) StoreCUBIN(key string, cubin []byte) error {
+	return c.store(key, c.cubinPath(key), cubin)
+}
+
+func isELF(b []byte) bool { return len(b) > 4 && string(b[:4]) == "\x7fELF" }
+
 // Store writes ptx under key atomically (temporary file, then rename), so
 // concurrent processes never read a partial file.
-func (c *Cache) Store(key string, ptx []byte) error {
+func (c *Cache) Store(key string, ptx []byte) error { return c.store(key, c.path(key), ptx) }
+
+func (c *Cache) store(key, path string, b []byte) error {
 	if err := os.MkdirAll(c.Dir, 0o755); err != nil {
 		return fmt.Errorf("kernels: cache: %w", err)
 	}
@@ -74,13 +94,13 @@ func (c *Cache) Store(key string, ptx []byte) error {
 	if err != nil {
 		return fmt.Errorf("kernels: cache: %w", err)
 	}
-	_, werr := f.Write(ptx)
+	_, werr := f.Write(b)
 	cerr := f.Close()
 	if werr != nil || cerr != nil {
 		os.Remove(f.Name())
 		return fmt.Errorf("kernels: cache write: %v %v", werr, cerr)
 	}
-	if err := os.Rename(f.Name(), c.path(key)); err != nil {
+	if err := os.Rename(f.Name(), path); err != nil {
 		os.Remove(f.Name())
 		return fmt.Errorf("kernels: cache: %w", err)
 	}

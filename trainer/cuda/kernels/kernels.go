@@ -44,6 +44,10 @@ func Sources() []Source {
 // e.g. "compute_90" for 9.0.
 func Arch(major, minor int) string { return fmt.Sprintf("compute_%d%d", major, minor) }
 
+// SM returns the NVRTC real architecture for a compute capability, e.g.
+// "sm_90" for 9.0: what BuildCUBIN compiles for.
+func SM(major, minor int) string { return fmt.Sprintf("sm_%d%d", major, minor) }
+
 // Options returns the NVRTC options the kernels are compiled with. Fused
 // multiply-adds are off so that results match the CPU engine's rounding.
 func Options(arch string) []string {
@@ -53,6 +57,40 @@ func Options(arch string) []string {
 // Compiler compiles CUDA C to PTX; *driver.NVRTC implements it.
 type Compiler interface {
 	Compile(src, name string, opts []string) (ptx []byte, log string, err error)
+}
+
+// BinaryCompiler compiles CUDA C to machine code for a real architecture;
+// *driver.NVRTC implements it.
+type BinaryCompiler interface {
+	CompileCUBIN(src, name string, opts []string) (cubin []byte, log string, err error)
+}
+
+// BuildCUBIN returns s compiled to machine code for sm (SM's form), from
+// cache when present. The device falls back to it when the driver refuses
+// PTX, typically because NVRTC is newer than the driver and its PTX ISA
+// is unknown to the driver's JIT; a CUBIN needs no JIT.
+func BuildCUBIN(c BinaryCompiler, s Source, sm string, cache *Cache) ([]byte, error) {
+	opts := Options(sm)
+	key := Key(s, opts)
+	if cache != nil {
+		if b, ok := cache.LoadCUBIN(key); ok {
+			return b, nil
+		}
+	}
+	if c == nil {
+		return nil, fmt.Errorf("%w: %s for %s: no compiler and no cached CUBIN", ErrCompile, s.File, sm)
+	}
+	b, _, err := c.CompileCUBIN(s.Code, s.File, opts)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s for %s: %w", ErrCompile, s.File, sm, err)
+	}
+	if !isELF(b) {
+		return nil, fmt.Errorf("%w: %s for %s: CUBIN is not an ELF image", ErrCompile, s.File, sm)
+	}
+	if cache != nil {
+		_ = cache.StoreCUBIN(key, b) // a failed write only costs a recompile
+	}
+	return b, nil
 }
 
 // Build returns the PTX of every source for arch, keyed by file name,

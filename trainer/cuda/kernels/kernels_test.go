@@ -1,6 +1,7 @@
 package kernels
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -182,4 +183,61 @@ func TestDefaultCache(t *testing.T) {
 func ExampleArch() {
 	fmt.Println(Arch(9, 0), Options(Arch(8, 0))[0])
 	// Output: compute_90 --gpu-architecture=compute_80
+}
+
+func TestCompileEveryKernelCUBIN(t *testing.T) {
+	n := nvrtc(t)
+	for _, s := range Sources() {
+		b, err := BuildCUBIN(n, s, "sm_90", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range s.Entries {
+			if !bytes.Contains(b, []byte(name+"\x00")) {
+				t.Errorf("%s for sm_90: CUBIN lacks the symbol %s", s.File, name)
+			}
+		}
+	}
+}
+
+// fakeBinary returns an ELF-looking image, or text when bad is set.
+type fakeBinary struct {
+	calls int
+	bad   bool
+}
+
+func (f *fakeBinary) CompileCUBIN(src, name string, opts []string) ([]byte, string, error) {
+	f.calls++
+	if f.bad {
+		return []byte(".visible .entry k(\x00"), "", nil
+	}
+	return []byte(fmt.Sprintf("\x7fELF %s %v\x00", name, opts)), "", nil
+}
+
+func TestBuildCUBINCache(t *testing.T) {
+	c := &Cache{Dir: t.TempDir()}
+	f := &fakeBinary{}
+	s := Sources()[0]
+	for i, want := range []int{1, 0} { // cold, then warm
+		before := f.calls
+		b, err := BuildCUBIN(f, s, "sm_90", c)
+		if err != nil || !bytes.Contains(b, []byte("sm_90")) {
+			t.Fatalf("build %d: %q, %v", i, b, err)
+		}
+		if got := f.calls - before; got != want {
+			t.Fatalf("build %d: %d compiles, want %d", i, got, want)
+		}
+	}
+	if _, ok := c.Load(Key(s, Options("sm_90"))); ok {
+		t.Fatal("a CUBIN was served as PTX")
+	}
+	if _, err := BuildCUBIN(nil, s, "sm_90", c); err != nil {
+		t.Fatalf("cached CUBIN without compiler: %v", err)
+	}
+	if _, err := BuildCUBIN(nil, s, "sm_80", c); !errors.Is(err, ErrCompile) {
+		t.Fatalf("uncached CUBIN without compiler: %v, want ErrCompile", err)
+	}
+	if _, err := BuildCUBIN(&fakeBinary{bad: true}, s, "sm_80", c); !errors.Is(err, ErrCompile) || !strings.Contains(err.Error(), "not an ELF") {
+		t.Fatalf("non-ELF CUBIN: %v, want ErrCompile", err)
+	}
 }
