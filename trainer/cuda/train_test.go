@@ -23,8 +23,10 @@ func trainBuild() (nn.Module, error) {
 	return nn.NewCNN(nn.CNNConfig{Widths: []int{4, 8}, Blocks: []int{1, 1}, Classes: 10})
 }
 
+// SyncBN: with per-replica BatchNorm statistics, K = 2 replicas of half
+// the batch compute another function than one device on the whole batch.
 func trainConfig() parallel.Config {
-	return parallel.Config{In: trainIn, Seed: 7, Smoothing: 0.1,
+	return parallel.Config{In: trainIn, Seed: 7, Smoothing: 0.1, SyncBN: true,
 		SGD: optim.SGDConfig{Momentum: 0.9, Nesterov: true, WeightDecay: 5e-4}}
 }
 
