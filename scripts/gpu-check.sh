@@ -13,6 +13,8 @@
 #   sanitizer  compute-sanitizer memcheck and racecheck on the CUDA tests
 #   devices    trainer devices (text and JSON)
 #   transfer   host-to-device copies: registered shared mapping vs pageable, GB/s
+#   profile    BenchmarkStep: whole training steps of the CIFAR CNN, images/s,
+#              and one op-by-op profile of each (where a step's time goes)
 #   cifar      CIFAR-10 with the Go trainer on CUDA, fed by loaderd (holdout
 #              1,000 per class), then --batch auto's search; without a GPU
 #              a 3-step CPU smoke run and the search under --device-memory
@@ -25,7 +27,9 @@
 # (default $OUT/gpu-check.md on the device machine, else
 # .gpu-bundle/out/gpu-check.md), logs beside it in gpu-check-logs.tar.gz.
 # Knobs (environment): CIFAR_ARGS (trainer train flags), CIFAR_TIMEOUT,
-# TORCH_ARGS (gpu_compare.py flags), TORCH_TIMEOUT, GPU_CHECK_WORK (/tmp/loaderd-gpu).
+# CIFAR_BATCH_AUTO (0: skip the --batch auto search), TORCH_ARGS
+# (gpu_compare.py flags), TORCH_TIMEOUT, SANITIZER_TIMEOUT (each tool),
+# GPU_CHECK_WORK (/tmp/loaderd-gpu).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -36,13 +40,13 @@ while [ $# -gt 0 ]; do
     --bundle) bundle=$2; shift ;;
     --results) results=$2; shift ;;
     --deadline) deadline=$2; shift ;;
-    -h|--help) sed -n '2,28p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,30p' "$0"; exit 0 ;;
     -*) echo "gpu-check: unknown flag $1" >&2; exit 2 ;;
     *) steps+=("$1") ;;
   esac
   shift
 done
-all=(facts cuda-test sanitizer devices transfer cifar torch)
+all=(facts cuda-test sanitizer devices transfer profile cifar torch)
 [ ${#steps[@]} -gt 0 ] || steps=("${all[@]}")
 for s in "${steps[@]}"; do
   [[ " ${all[*]} " == *" $s "* ]] || { echo "gpu-check: unknown step $s (steps: ${all[*]})" >&2; exit 2; }
@@ -207,7 +211,7 @@ step_sanitizer() {
   local run='^(TestMatchesCPU|TestBadLabelIsStickyArgError|TestLifecycle|TestTrainStepsMatchCPU)$'
   for tool in memcheck racecheck; do
     local cmd="cd trainer/cuda && LOADERD_REQUIRE_GPU=1 compute-sanitizer --tool $tool --error-exitcode 3 --print-limit 20 $work/test/cuda.test -test.run '$run' -test.count=1 -test.v"
-    run_step "sanitizer-$tool" 150 "$cmd" bash -c "${cmd/compute-sanitizer/$sanitizer}"
+    run_step "sanitizer-$tool" "${SANITIZER_TIMEOUT:-150}" "$cmd" bash -c "${cmd/compute-sanitizer/$sanitizer}"
   done
 }
 extract_sanitizer_memcheck() { grep -E '^(========|--- |ok|PASS|FAIL)' "$1" | tail -n 30; }
@@ -226,6 +230,14 @@ step_transfer() {
   run_step transfer 90 "$cmd" bash -c "$cmd"
 }
 extract_transfer() { grep -E 'Benchmark|GB/s|^(ok|PASS|FAIL)' "$1"; }
+
+step_profile() {
+  [ $gpu = 1 ] || { skip profile "no GPU ($why_no_gpu)"; return; }
+  [ -x "$work/test/cuda.test" ] || { skip profile "no cuda.test in the bundle"; return; }
+  local cmd="cd trainer/cuda && LOADERD_REQUIRE_GPU=1 LOADERD_PROFILE=1 $work/test/cuda.test -test.run '^\$' -test.bench '^BenchmarkStep\$' -test.benchtime 10x -test.v"
+  run_step profile 120 "$cmd" bash -c "$cmd"
+}
+extract_profile() { grep -vE '^(=== RUN|goos|goarch|pkg|cpu)' "$1" | grep -v 'kernels loaded as' | head -n 200; }
 
 # daemon_up SPEC...: starts loaderd on a Unix socket with the datasets and
 # waits until it lists them; sets $addr, $daemon_pid.
@@ -262,8 +274,11 @@ step_cifar() {
   fi
   daemon_up "train=$spec&part=train" "val=$spec&part=val" || { skip cifar "loaderd did not start (see logs)"; return; }
   run_step cifar "${CIFAR_TIMEOUT:-420}" "loaderd serve --unix \$WORK/loaderd.sock --dataset 'train=$spec&part=train' --dataset 'val=$spec&part=val' &
-trainer train --addr $addr --dataset train --eval val --json --quiet ${args[*]}" "$work/bin/trainer" train --addr "$addr" --dataset train --eval val --json --quiet "${args[@]}"
+trainer train --addr $addr --dataset train --eval val --json ${args[*]}" "$work/bin/trainer" train --addr "$addr" --dataset train --eval val --json "${args[@]}"
   # --batch auto (issue 14 item 6): the largest batch that fits, by trying.
+  if [ "${CIFAR_BATCH_AUTO:-1}" = 0 ]; then
+    skip batch-auto "CIFAR_BATCH_AUTO=0"; daemon_down; return
+  fi
   local auto=(--device cuda --model cnn --widths 64,128,256 --blocks 1,1,1)
   [ $gpu = 1 ] || auto=(--device cpu --model cnn --widths 4,8 --goroutines 1 --device-memory 16MiB)
   run_step batch-auto 120 "trainer train --addr $addr --dataset train --json --quiet --batch auto --max-steps 2 ${auto[*]}" \
@@ -271,11 +286,13 @@ trainer train --addr $addr --dataset train --eval val --json --quiet ${args[*]}"
   daemon_down
   [ $gpu = 1 ] || printf '(CPU smoke run on synthetic data: proves the command line and the fallback, not a figure)\n\n' >>"$results"
 }
+# Progress lines go to the log too, so a run cut off by its timeout (no
+# JSON) still shows every finished epoch.
 extract_cifar() {
-  python3 - "$1" <<'EOF' 2>/dev/null || tail -n 40 "$1"
-import json, sys
+  python3 - "$1" <<'EOF' 2>/dev/null || { tr '\r' '\n' <"$1" | grep -E '^epoch [0-9]+/[0-9]+:'; tr '\r' '\n' <"$1" | grep -v '^$' | tail -n 5; }
+import json, re, sys
 text = open(sys.argv[1]).read()
-res = json.loads(text[text.index("{"):text.rindex("}") + 1])
+res = json.loads(text[re.search(r"(?:^|[\r\n])\{", text).end() - 1:text.rindex("}") + 1])
 print(f"{res['model']} ({res['params']} parameters) on {res['devices']} {res.get('device', '?')} device(s), mode {res['mode']}, amp {res.get('amp', 'off')}")
 print("shared-memory registration:", res.get("host_register") or "none (not CUDA, or not --transport shm)")
 if res.get("kernels"):
@@ -327,6 +344,7 @@ for s in "${steps[@]}"; do
     sanitizer) step_sanitizer ;;
     devices) step_devices ;;
     transfer) step_transfer ;;
+    profile) step_profile ;;
     cifar) step_cifar ;;
     torch) step_torch ;;
   esac

@@ -23,7 +23,7 @@ row() { grep -E "^\| $1 \| " "$res" || fail "summary has no row for $1"; }
 if command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; then
   ! grep -q 'skipped: no GPU' "$res" || fail "a GPU is here, yet steps were skipped for want of one"
 else
-  for s in sanitizer transfer; do row $s | grep -q 'skipped: no GPU' || fail "$s not skipped for want of a GPU"; done
+  for s in sanitizer transfer profile; do row $s | grep -q 'skipped: no GPU' || fail "$s not skipped for want of a GPU"; done
   for s in facts cuda-test devices cifar batch-auto; do row $s | grep -q '| passed |' || fail "$s did not pass on the CPU fallback"; done
   torch_ok='passed|skipped: no python3 with torch'
   # Without the shared CIFAR tar (a checkout not beside ../shared) the CPU

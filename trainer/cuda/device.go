@@ -72,6 +72,8 @@ type Device struct {
 	slot [maxArgs]uint64
 	par  [maxArgs]unsafe.Pointer
 	na   int
+
+	prof map[string]*OpTime // SetProfile; nil when off
 }
 
 var _ tensor.Device = (*Device)(nil)

@@ -86,9 +86,13 @@ func (d *Device) Gemm(ta, tb tensor.Transpose, m, n, k int, alpha float32, a ten
 	}
 	// alpha and beta are read by cuBLAS before Sgemm returns (host pointer mode).
 	al, be := alpha, beta
+	t0 := d.profStart()
 	if st := d.blas.Sgemm32(d.blasH, opB, opA, int32(n), int32(m), int32(k), &al,
 		pb, int32(ldb), pa, int32(lda), &be, pc, int32(ldc)); st != 0 {
 		d.fail(&blasError{op: "cublasSgemm_v2", status: st})
+	}
+	if d.prof != nil {
+		d.profEnd(t0, gemmKey(bool(ta), bool(tb), m, n, k))
 	}
 }
 

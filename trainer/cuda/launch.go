@@ -98,8 +98,12 @@ func (d *Device) launch(op string, k kern, blocks uint32) {
 	for i := 0; i < n; i++ {
 		d.par[i] = unsafe.Pointer(&d.slot[i])
 	}
+	t0 := d.profStart()
 	r := d.cu.Launch(d.fn[k], blocks, 1, 1, threads, 1, 1, 0, d.stream, &d.par[0])
 	if r != driver.Success {
 		d.fail(d.cu.Check("cuLaunchKernel "+kernelNames[k]+" ("+op+")", r))
+	}
+	if d.prof != nil {
+		d.profEnd(t0, op+" "+kernelNames[k])
 	}
 }
