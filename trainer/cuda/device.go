@@ -76,7 +76,10 @@ type Device struct {
 	prof map[string]*OpTime // SetProfile; nil when off
 }
 
-var _ tensor.Device = (*Device)(nil)
+var (
+	_ tensor.Device       = (*Device)(nil)
+	_ tensor.ScratchSizer = (*Device)(nil)
+)
 
 // New opens GPU cfg.Ordinal: it loads the driver, retains the primary
 // context, creates a stream, compiles (or loads cached) kernels for the
@@ -311,6 +314,18 @@ func (d *Device) TotalMem() uint64 { return d.mem }
 // Code says how the kernels were loaded: "PTX" (compiled by the driver's
 // JIT) or "CUBIN sm_XY (…)" with the reason the PTX was refused.
 func (d *Device) Code() string { return d.code }
+
+// scratchFloats is a layer's scratch per chunk on a GPU (256 MiB of f32):
+// about a hundred 32×32 images of a 64-channel conv's im2col at once. The
+// host's cache-sized chunks (2 MiB) made a CIFAR step of batch 512 some
+// 4,500 im2col launches and 1,000 GEMMs of one image each, 150 ms on an
+// H100 (docs/GPU.md's profile).
+const scratchFloats = 1 << 26
+
+// ScratchFloats implements tensor.ScratchSizer: few launches over many
+// images, bounded so that a large batch does not spend its memory on
+// scratch.
+func (d *Device) ScratchFloats() int { return scratchFloats }
 
 // HasCUBLAS reports whether GEMM runs on cuBLAS (else a reference kernel).
 func (d *Device) HasCUBLAS() bool { return d.blas != nil }

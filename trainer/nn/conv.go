@@ -7,7 +7,8 @@ import (
 )
 
 // convChunkFloats bounds the im2col scratch of one chunk of images (col
-// plus the transposed output), so the working set stays in cache.
+// plus the transposed output), so the working set stays in cache; a
+// device that is a tensor.ScratchSizer sets its own bound.
 var convChunkFloats = 1 << 19
 
 // Conv2d is a 2-D convolution by im2col + GEMM. W is Cout×Cin×K×K.
@@ -52,7 +53,11 @@ func (l *Conv2d) Init(in Shape) (Shape, error) {
 // chunk returns how many images to lower at once, and the scratch for them.
 func (l *Conv2d) chunk(c *Ctx, n int) (int, tensor.Buffer, error) {
 	per := (l.g.K() + l.Cout) * l.g.P()
-	nb := max(1, min(n, convChunkFloats/per))
+	budget := convChunkFloats
+	if s, ok := c.Dev.(tensor.ScratchSizer); ok {
+		budget = s.ScratchFloats()
+	}
+	nb := max(1, min(n, budget/per))
 	ws, err := c.Workspace(nb * per)
 	return nb, ws, err
 }

@@ -8,6 +8,16 @@ const (
 	Trans   Transpose = true
 )
 
+// ScratchSizer is implemented by devices that want layers to lower more
+// (or less) at once than the host's default, which keeps a conv's im2col
+// scratch in a CPU's cache. A GPU wants the opposite: few launches over
+// many images, since each launch and each small GEMM has a fixed cost.
+type ScratchSizer interface {
+	// ScratchFloats is how many f32 elements of scratch a layer may use
+	// for one chunk of a batch.
+	ScratchFloats() int
+}
+
 // Device is one ordered stream of work on one accelerator (or a goroutine
 // budget on the host). All matrices are row-major; all activations NCHW.
 // Kernels return nothing: see the package comment for the error model.
