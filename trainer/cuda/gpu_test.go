@@ -62,6 +62,7 @@ func cases() []gpuCase {
 	pg, _ := tensor.NewPoolGeom(4, 9, 8, 3, 2) // overlapping windows
 	pg2, _ := tensor.NewPoolGeom(4, 8, 8, 2, 2)
 	const n, c, hw = 3, 5, 77
+	const n2, hw2, n3, hw3 = 2, 300, 200, 3
 	N := n * c * hw
 	sgd := func(a tensor.SGDArgs) func(d tensor.Device, b []tensor.Buffer) {
 		return func(d tensor.Device, b []tensor.Buffer) {
@@ -108,6 +109,20 @@ func cases() []gpuCase {
 		{"rowbroadcast", []spec{r(7), r(7 * 30)}, func(d tensor.Device, b []tensor.Buffer) { d.RowBroadcast(b[1], b[0], 7, 30, 2) }, 0},
 		{"channelsum", []spec{r(N), r(c)}, func(d tensor.Device, b []tensor.Buffer) { d.ChannelSum(b[1], b[0], n, c, hw) }, 1e-6},
 		{"channelsqdev", []spec{r(N), r(c), r(c)}, func(d tensor.Device, b []tensor.Buffer) { d.ChannelSqDev(b[2], b[0], b[1], n, c, hw) }, 1e-6},
+		// The per-channel reductions' two ways to cover a channel: rows
+		// wider than a block (n2, hw2), and narrow rows with more of them
+		// than a block covers at once (n3, hw3: 85 rows a pass on a GPU, 2 in
+		// the emulator's 8-thread blocks).
+		{"channelsum wide", []spec{r(n2 * c * hw2), r(c)}, func(d tensor.Device, b []tensor.Buffer) { d.ChannelSum(b[1], b[0], n2, c, hw2) }, 1e-6},
+		{"channelsum narrow", []spec{r(n3 * c * hw3), r(c)}, func(d tensor.Device, b []tensor.Buffer) { d.ChannelSum(b[1], b[0], n3, c, hw3) }, 1e-6},
+		{"channelsqdev wide", []spec{r(n2 * c * hw2), r(c), r(c)}, func(d tensor.Device, b []tensor.Buffer) { d.ChannelSqDev(b[2], b[0], b[1], n2, c, hw2) }, 1e-6},
+		{"channelsqdev narrow", []spec{r(n3 * c * hw3), r(c), r(c)}, func(d tensor.Device, b []tensor.Buffer) { d.ChannelSqDev(b[2], b[0], b[1], n3, c, hw3) }, 1e-6},
+		{"bn_gradsums wide", []spec{r(c), r(c), r(n2 * c * hw2), r(n2 * c * hw2), r(c), pos(c)}, func(d tensor.Device, b []tensor.Buffer) {
+			d.BNGradSums(b[0], b[1], b[2], b[3], b[4], b[5], n2, c, hw2)
+		}, 1e-6},
+		{"bn_gradsums narrow", []spec{r(c), r(c), r(n3 * c * hw3), r(n3 * c * hw3), r(c), pos(c)}, func(d tensor.Device, b []tensor.Buffer) {
+			d.BNGradSums(b[0], b[1], b[2], b[3], b[4], b[5], n3, c, hw3)
+		}, 1e-6},
 		{"transpose12", []spec{r(3 * 5 * 7), r(3 * 5 * 7)}, func(d tensor.Device, b []tensor.Buffer) { d.Transpose12(b[1], b[0], 3, 5, 7) }, 0},
 		{"im2col", []spec{r(2 * 3 * 9 * 7), r(cg.K() * 2 * cg.P())}, func(d tensor.Device, b []tensor.Buffer) { d.Im2Col(b[1], b[0], cg, 2) }, 0},
 		{"col2im", []spec{r(cg.K() * 2 * cg.P()), r(2 * 3 * 9 * 7)}, func(d tensor.Device, b []tensor.Buffer) { d.Col2Im(b[1], b[0], cg, 2) }, 1e-6},
