@@ -6,35 +6,47 @@
   for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;         \
        i < (long long)(n); i += (long long)blockDim.x * gridDim.x)
 
-extern "C" {
+// GRID_LOOP_T is GRID_LOOP with the index type T: 32-bit where fits32
+// says the range allows it, since a 64-bit division costs a GPU several
+// times a 32-bit one, and im2col does four per element.
+// (Guarded: the host emulator compiles every source as one file.)
+#ifndef LOADERD_GRID_LOOP_T
+#define LOADERD_GRID_LOOP_T
+#define GRID_LOOP_T(T, i, n)                                                   \
+  for (T i = (T)(blockIdx.x * blockDim.x + threadIdx.x); i < (T)(n);            \
+       i += (T)(blockDim.x * gridDim.x))
 
-// col[(c·KH+ky)·KW+kx][img·P + oy·OW+ox] = x[img][c][iy][ix] or 0 (padding)
-__global__ void im2col_f32(float* col, const float* x, int n, int C, int H, int W,
-                           int KH, int KW, int stride, int pad, int OH, int OW) {
-  long long P = (long long)OH * OW, NP = (long long)n * P;
-  GRID_LOOP(i, (long long)C * KH * KW * NP) {
-    long long row = i / NP, rest = i % NP;
-    long long img = rest / P, p = rest % P;
+__device__ inline bool fits32(long long n) {
+  return n + (long long)blockDim.x * gridDim.x < 4294967296LL;
+}
+#endif
+
+template <class T>
+__device__ void im2col(float* col, const float* x, int n, int C, int H, int W, int KH,
+                       int KW, int stride, int pad, int OH, int OW) {
+  T P = (T)OH * OW, NP = (T)n * P;
+  GRID_LOOP_T(T, i, (T)C * KH * KW * NP) {
+    T row = i / NP, rest = i % NP;
+    T img = rest / P, p = rest % P;
     int oy = (int)(p / OW), ox = (int)(p % OW);
     int kx = (int)(row % KW), ky = (int)((row / KW) % KH), c = (int)(row / (KW * KH));
     int iy = oy * stride - pad + ky, ix = ox * stride - pad + kx;
     float v = 0.0f;
     if (iy >= 0 && iy < H && ix >= 0 && ix < W)
-      v = x[((img * C + c) * H + iy) * W + ix];
+      v = x[(((long long)img * C + c) * H + iy) * W + ix];
     col[i] = v;
   }
 }
 
-// dx[img][c][iy][ix] = Σ over (ky, kx) of the col entries that read it,
-// in the CPU's (ky, kx) order; dx is overwritten.
-__global__ void col2im_f32(float* dx, const float* col, int n, int C, int H, int W,
-                           int KH, int KW, int stride, int pad, int OH, int OW) {
-  long long P = (long long)OH * OW, NP = (long long)n * P;
-  GRID_LOOP(i, (long long)n * C * H * W) {
+template <class T>
+__device__ void col2im(float* dx, const float* col, int n, int C, int H, int W, int KH,
+                       int KW, int stride, int pad, int OH, int OW) {
+  T P = (T)OH * OW, NP = (T)n * P, HW = (T)H * W;
+  GRID_LOOP_T(T, i, (T)n * C * HW) {
     int ix = (int)(i % W), iy = (int)((i / W) % H);
-    long long pl = i / ((long long)H * W);
+    T pl = i / HW;
     int c = (int)(pl % C);
-    long long img = pl / C;
+    T img = pl / C;
     float s = 0.0f;
     for (int ky = 0; ky < KH; ky++) {
       int ty = iy + pad - ky;
@@ -46,12 +58,34 @@ __global__ void col2im_f32(float* dx, const float* col, int n, int C, int H, int
         if (tx < 0 || tx % stride != 0) continue;
         int ox = tx / stride;
         if (ox >= OW) continue;
-        long long row = ((long long)c * KH + ky) * KW + kx;
-        s += col[row * NP + img * P + (long long)oy * OW + ox];
+        T row = ((T)c * KH + ky) * KW + kx;
+        s += col[row * NP + img * P + (T)oy * OW + ox];
       }
     }
     dx[i] = s;
   }
+}
+
+extern "C" {
+
+// col[(c·KH+ky)·KW+kx][img·P + oy·OW+ox] = x[img][c][iy][ix] or 0 (padding)
+__global__ void im2col_f32(float* col, const float* x, int n, int C, int H, int W,
+                           int KH, int KW, int stride, int pad, int OH, int OW) {
+  if (fits32((long long)C * KH * KW * n * OH * OW))
+    im2col<unsigned>(col, x, n, C, H, W, KH, KW, stride, pad, OH, OW);
+  else
+    im2col<long long>(col, x, n, C, H, W, KH, KW, stride, pad, OH, OW);
+}
+
+// dx[img][c][iy][ix] = Σ over (ky, kx) of the col entries that read it,
+// in the CPU's (ky, kx) order; dx is overwritten.
+__global__ void col2im_f32(float* dx, const float* col, int n, int C, int H, int W,
+                           int KH, int KW, int stride, int pad, int OH, int OW) {
+  long long cols = (long long)C * KH * KW * n * OH * OW, xs = (long long)n * C * H * W;
+  if (fits32(cols > xs ? cols : xs))
+    col2im<unsigned>(dx, col, n, C, H, W, KH, KW, stride, pad, OH, OW);
+  else
+    col2im<long long>(dx, col, n, C, H, W, KH, KW, stride, pad, OH, OW);
 }
 
 // y = window max, idx = its flat index in the input plane (first max wins)

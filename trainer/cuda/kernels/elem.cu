@@ -7,6 +7,30 @@
   for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;         \
        i < (long long)(n); i += (long long)blockDim.x * gridDim.x)
 
+// GRID_LOOP_T is GRID_LOOP with the index type T: 32-bit where fits32
+// says the range allows it, since a 64-bit division costs a GPU several
+// times a 32-bit one.
+// (Guarded: the host emulator compiles every source as one file.)
+#ifndef LOADERD_GRID_LOOP_T
+#define LOADERD_GRID_LOOP_T
+#define GRID_LOOP_T(T, i, n)                                                   \
+  for (T i = (T)(blockIdx.x * blockDim.x + threadIdx.x); i < (T)(n);            \
+       i += (T)(blockDim.x * gridDim.x))
+
+__device__ inline bool fits32(long long n) {
+  return n + (long long)blockDim.x * gridDim.x < 4294967296LL;
+}
+#endif
+
+template <class T>
+__device__ void transpose12(float* z, const float* x, int A, int B, int inner) {
+  GRID_LOOP_T(T, i, (T)A * B * inner) {
+    T r = i / inner, k = i % inner;
+    T j = r / A, a = r % A;
+    z[i] = x[(a * B + j) * inner + k];
+  }
+}
+
 extern "C" {
 
 __global__ void fill_f32(float* x, int n, float v) {
@@ -77,11 +101,10 @@ __global__ void row_broadcast_f32(float* z, const float* x, int rows, int cols, 
 
 // [A][B][inner] → [B][A][inner]; i indexes dst.
 __global__ void transpose12_f32(float* z, const float* x, int A, int B, int inner) {
-  GRID_LOOP(i, (long long)A * B * inner) {
-    long long r = i / inner, k = i % inner;
-    long long j = r / A, a = r % A;
-    z[i] = x[(a * B + j) * inner + k];
-  }
+  if (fits32((long long)A * B * inner))
+    transpose12<unsigned>(z, x, A, B, inner);
+  else
+    transpose12<long long>(z, x, A, B, inner);
 }
 
 // y = gamma·(x − mean)·invstd + beta, rows = n·c planes of hw
