@@ -37,6 +37,8 @@ func TestTrainConfigValidate(t *testing.T) {
 		{"nesterov", func(c *TrainConfig) { c.Momentum = 0 }, []string{"nesterov needs a momentum"}},
 		{"weight decay", func(c *TrainConfig) { c.WeightDecay = -1 }, []string{"weight decay -1"}},
 		{"smoothing", func(c *TrainConfig) { c.LabelSmoothing = 1 }, []string{"label smoothing 1"}},
+		{"tf32 on cpu", func(c *TrainConfig) { c.Device, c.TF32 = DeviceCPU, true }, []string{`tf32 is for CUDA devices, not "cpu"`}},
+		{"tf32 on cuda", func(c *TrainConfig) { c.Device, c.TF32 = DeviceCUDA, true }, nil},
 		{"augment", func(c *TrainConfig) { c.Augment = "crop=x" }, []string{"augment:"}},
 		{"eval augment", func(c *TrainConfig) { c.EvalAugment = "blur" }, []string{"eval augment:"}},
 		{"negatives", func(c *TrainConfig) { c.Prefetch, c.CheckpointEvery, c.MaxSteps, c.Goroutines = -1, -1, -1, -1 },

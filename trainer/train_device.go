@@ -20,11 +20,10 @@ const (
 // opened (no driver, no GPU visible); it wraps the cause.
 var ErrNoCUDA = errors.New("trainer: no CUDA device")
 
-// openCUDA opens logical CUDA device i on GPU ordinal; tests replace it.
-// Several logical devices may share one GPU: each is its own stream.
-var openCUDA = func(name string, ordinal int) (tensor.Device, error) {
-	return cuda.New(cuda.Config{Name: name, Ordinal: ordinal})
-}
+// openCUDA opens a logical CUDA device (cfg's Name, Ordinal and TF32);
+// tests replace it. Several logical devices may share one GPU: each is its
+// own stream.
+var openCUDA = func(cfg cuda.Config) (tensor.Device, error) { return cuda.New(cfg) }
 
 // cudaCount reports how many GPUs the CUDA driver sees (after
 // CUDA_VISIBLE_DEVICES); tests replace it.
@@ -47,7 +46,7 @@ func openDevices(cfg *TrainConfig, g int) ([]tensor.Device, error) {
 	}
 	var devs []tensor.Device
 	for i := range cfg.Devices {
-		d, err := openCUDA(fmt.Sprintf("cuda:%d", i), i%n)
+		d, err := openCUDA(cuda.Config{Name: fmt.Sprintf("cuda:%d", i), Ordinal: i % n, TF32: cfg.TF32})
 		if err != nil {
 			closeDevices(devs)
 			if errors.Is(err, cuda.ErrNoDriver) || errors.Is(err, cuda.ErrNoDevice) {

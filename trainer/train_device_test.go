@@ -25,12 +25,12 @@ func fakeCUDA(t *testing.T, gpus int, countErr, openErr error) *[]int {
 	oldCount, oldOpen := cudaCount, openCUDA
 	t.Cleanup(func() { cudaCount, openCUDA = oldCount, oldOpen })
 	cudaCount = func() (int, error) { return gpus, countErr }
-	openCUDA = func(name string, ordinal int) (tensor.Device, error) {
+	openCUDA = func(cfg cuda.Config) (tensor.Device, error) {
 		if openErr != nil {
 			return nil, openErr
 		}
-		ordinals = append(ordinals, ordinal)
-		return tensor.NewCPU(name, 1)
+		ordinals = append(ordinals, cfg.Ordinal)
+		return tensor.NewCPU(cfg.Name, 1)
 	}
 	return &ordinals
 }
@@ -62,6 +62,27 @@ func TestOpenDevicesSpreadsOverGPUs(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// --tf32 reaches every CUDA device's Config.
+func TestOpenDevicesTF32(t *testing.T) {
+	for _, tf32 := range []bool{false, true} {
+		fakeCUDA(t, 1, nil, nil)
+		var got []bool
+		open := openCUDA
+		openCUDA = func(cfg cuda.Config) (tensor.Device, error) {
+			got = append(got, cfg.TF32)
+			return open(cfg)
+		}
+		devs, err := openDevices(&TrainConfig{Device: DeviceCUDA, Devices: 2, TF32: tf32}, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		closeDevices(devs)
+		if !slices.Equal(got, []bool{tf32, tf32}) {
+			t.Errorf("--tf32=%v: devices opened with TF32 %v", tf32, got)
+		}
 	}
 }
 

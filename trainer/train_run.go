@@ -28,7 +28,7 @@ func Train(ctx context.Context, c *client.Client, cfg TrainConfig) (*TrainResult
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	t := &training{cfg: &cfg, c: c, res: &TrainResult{Model: cfg.Model, Mode: cfg.Mode, Device: cfg.Device, Devices: cfg.Devices, AMP: cfg.AMP,
+	t := &training{cfg: &cfg, c: c, res: &TrainResult{Model: cfg.Model, Mode: cfg.Mode, Device: cfg.Device, Devices: cfg.Devices, AMP: cfg.AMP, TF32: cfg.TF32,
 		Checkpoint: cfg.Checkpoint, Epochs: []EpochResult{}}}
 	if cfg.Group != nil {
 		t.res.Devices = cfg.Group.Size() // one per process

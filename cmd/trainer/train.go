@@ -105,6 +105,7 @@ func trainMain(ctx context.Context, args []string) error {
 	fs.IntVar(&c.Goroutines, "goroutines", 0, "goroutines per device (default GOMAXPROCS / devices)")
 	fs.StringVar(&c.Mode, "mode", "", "dp (DataParallel, one stream) or ddp (a stream and rank per device) (default dp)")
 	fs.BoolVar(&c.SyncBN, "sync-bn", false, "BatchNorm statistics over the global batch")
+	fs.BoolVar(&c.TF32, "tf32", false, "CUDA: f32 GEMMs on TF32 tensor cores, as PyTorch's convolutions by default (faster, ~1e-3 relative error)")
 	fs.StringVar(&c.AMP, "amp", "", "mixed precision: off, bf16, or fp16 (f32 master weights; fp16 with dynamic loss scaling) (default off)")
 	fs.Func("batch", "global batch size, or auto: the largest that fits (doubling, then bisecting; under --device-memory on CPU devices); each ddp rank takes batch/devices (default 128)", batchFlag(&c.TrainConfig))
 	fs.Func("device-memory", "bytes each device may allocate, e.g. 2GiB (needed by --batch auto on CPU devices)", func(v string) error {
@@ -205,6 +206,9 @@ func summary(r *trainer.TrainResult) string {
 		r.Devices, r.Device, r.Batch, r.Steps, r.TotalSteps)
 	if r.Start.Epoch > 0 || r.Start.Batch > 0 {
 		s += fmt.Sprintf(" (resumed at %v)", r.Start)
+	}
+	if r.TF32 {
+		s += ", tf32"
 	}
 	if r.AMP != "" && r.AMP != "off" {
 		s += fmt.Sprintf(", amp %s", r.AMP)

@@ -19,11 +19,9 @@ import (
 // one GPU, batch n of fresh random data. With LOADERD_PROFILE=1 it then
 // profiles three steps op by op (SetProfile) and logs where a step's time
 // goes, the table that says which kernel or GEMM shape to speed up.
-func benchStep(b *testing.B, cfg Config, widths []int, n int) {
+func benchStep(b *testing.B, cfg Config, cnn nn.CNNConfig, n int) {
 	g := openGPU(b, cfg)
-	build := func() (nn.Module, error) {
-		return nn.NewCNN(nn.CNNConfig{Widths: widths, Blocks: ones(len(widths)), Classes: 10})
-	}
+	build := func() (nn.Module, error) { return nn.NewCNN(cnn) }
 	dp, err := parallel.NewDataParallel([]tensor.Device{g}, build, parallel.Config{In: nn.CIFAR, Seed: 1,
 		Smoothing: 0.1, SGD: optim.SGDConfig{Momentum: 0.9, Nesterov: true, WeightDecay: 5e-4}})
 	if err != nil {
@@ -66,14 +64,6 @@ func benchStep(b *testing.B, cfg Config, widths []int, n int) {
 	b.Log(profileTable(prof, wall, steps))
 }
 
-func ones(k int) []int {
-	s := make([]int, k)
-	for i := range s {
-		s[i] = 1
-	}
-	return s
-}
-
 // profileTable formats Profile's ops per step, largest first, with the
 // share of the profiled wall time (the rest is host work between ops).
 func profileTable(prof []OpTime, wall time.Duration, steps int) string {
@@ -95,17 +85,19 @@ func profileTable(prof []OpTime, wall time.Duration, steps int) string {
 }
 
 func BenchmarkStep(b *testing.B) {
+	small := nn.CNNConfig{Widths: []int{64, 128, 256}, Blocks: []int{1, 1, 1}, Classes: 10}
+	resnet18 := nn.CNNConfig{Widths: []int{64, 128, 256, 512}, Blocks: []int{2, 2, 2, 2}, Classes: 10}
 	for _, c := range []struct {
-		widths []int
-		n      int
-		tf32   bool
+		name string
+		cnn  nn.CNNConfig
+		tf32 bool
 	}{
-		{[]int{64, 128, 256}, 512, false},
-		{[]int{64, 128, 256}, 512, true},
-		{[]int{64, 128, 256}, 1024, false},
-		{[]int{64, 128, 256, 512}, 512, false},
+		{"cnn-64-128-256", small, false},
+		{"cnn-64-128-256", small, true},
+		{"resnet18", resnet18, false},
+		{"resnet18", resnet18, true},
 	} {
-		name := fmt.Sprintf("model=cnn%s/batch=%d/tf32=%v", strings.ReplaceAll(fmt.Sprint(c.widths), " ", "-"), c.n, c.tf32)
-		b.Run(name, func(b *testing.B) { benchStep(b, Config{TF32: c.tf32}, c.widths, c.n) })
+		name := fmt.Sprintf("model=%s/batch=512/tf32=%v", c.name, c.tf32)
+		b.Run(name, func(b *testing.B) { benchStep(b, Config{TF32: c.tf32}, c.cnn, 512) })
 	}
 }
