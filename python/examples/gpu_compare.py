@@ -8,9 +8,12 @@ augmentation (RandomCrop(32, 4), flip, normalise), fed by
   * loaderd's Python client (transport shm, pin=True, non_blocking copies),
   * torch DataLoader (pin_memory=True) with num_workers 0, 2, 4, 8, 16,
 
-reporting images/s, the share of wall time spent waiting for the next
-batch, and GPU utilisation (NVML sampled every 50 ms while the timed steps
-run). issue 14 item 9; scripts/gpu-check.sh runs it on a GPU machine.
+reporting images/s, the share of wall time the training loop spends
+waiting for the next batch (host wait), the share the GPU sits idle between
+steps (CUDA events at each step's start and end: the GPU-side cost of
+waiting, which a host wait hides when the GPU's queue still holds work),
+and GPU utilisation (NVML sampled every 50 ms while the timed steps run).
+issue 14 item 9; scripts/gpu-check.sh runs it on a GPU machine.
 
     python3 python/examples/gpu_compare.py [--device cuda] [--tar TAR] [--json out.json]
 
@@ -106,6 +109,7 @@ def measure(name, batches, args, device, util):
     wait = images = 0.0
     t_start = None
     losses = torch.zeros((), device=device)
+    events = []  # (start, end) of each timed step on the GPU's stream
     for step in range(args.warmup + args.steps):
         if step == args.warmup:
             if device.type == "cuda":
@@ -115,6 +119,10 @@ def measure(name, batches, args, device, util):
         t0 = time.perf_counter()
         x, y = next(it)
         wait += time.perf_counter() - t0
+        timed = device.type == "cuda" and step >= args.warmup
+        if timed:
+            events.append((torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)))
+            events[-1][0].record()
         x = x.to(device, non_blocking=True).contiguous(memory_format=fmt)
         y = y.to(device, non_blocking=True)
         with torch.autocast(device.type, dtype=torch.bfloat16, enabled=amp):
@@ -124,15 +132,32 @@ def measure(name, batches, args, device, util):
         opt.step()
         losses += loss.detach()
         images += len(y)
+        if timed:
+            events[-1][1].record()
     if device.type == "cuda":
         torch.cuda.synchronize()
     secs = time.perf_counter() - t_start
     gpu = util.stop()
-    row = dict(pipeline=name, images_per_s=images / secs, wait_share=wait / secs, gpu_util=gpu,
-               mean_loss=float(losses) / (args.warmup + args.steps), seconds=secs)
-    print(f"  {name}: {row['images_per_s']:.0f} images/s, data wait {100 * row['wait_share']:.1f}%, "
-          f"GPU {'n/a' if gpu is None else f'{gpu:.0f}%'}", flush=True)
+    idle = gpu_idle(events, secs)
+    row = dict(pipeline=name, images_per_s=images / secs, wait_share=wait / secs, gpu_idle_share=idle,
+               gpu_util=gpu, mean_loss=float(losses) / (args.warmup + args.steps), seconds=secs)
+    print(f"  {name}: {row['images_per_s']:.0f} images/s, host wait {100 * row['wait_share']:.1f}%, "
+          f"GPU idle {pct(idle)}, GPU {'n/a' if gpu is None else f'{gpu:.0f}%'}", flush=True)
     return row
+
+
+def gpu_idle(events, secs):
+    """Share of secs the GPU spent between one step's end and the next
+    one's start (it reaches a start event only once the host has queued
+    it); None without CUDA events."""
+    if len(events) < 2:
+        return None
+    gaps_ms = sum(end.elapsed_time(nxt) for (_, end), (nxt, _) in zip(events, events[1:]))
+    return max(0.0, gaps_ms / 1000) / secs
+
+
+def pct(share):
+    return "n/a" if share is None else f"{100 * share:.1f}%"
 
 
 def main():
@@ -190,11 +215,11 @@ def main():
         del dl
 
     print()
-    print("| pipeline | images/s | data wait | GPU utilisation |")
-    print("| --- | ---: | ---: | ---: |")
+    print("| pipeline | images/s | host wait for data | GPU idle between steps | GPU utilisation |")
+    print("| --- | ---: | ---: | ---: | ---: |")
     for r in rows:
         g = "n/a" if r["gpu_util"] is None else f"{r['gpu_util']:.0f}%"
-        print(f"| {r['pipeline']} | {r['images_per_s']:.0f} | {100 * r['wait_share']:.1f}% | {g} |")
+        print(f"| {r['pipeline']} | {r['images_per_s']:.0f} | {100 * r['wait_share']:.1f}% | {pct(r['gpu_idle_share'])} | {g} |")
     best_dl = max(r["images_per_s"] for r in rows if r["pipeline"].startswith("DataLoader"))
     ld = next(r["images_per_s"] for r in rows if r["pipeline"].startswith("loaderd"))
     print(f"\nloaderd client / best DataLoader: {ld / best_dl:.2f}x; model alone: {rows[0]['images_per_s']:.0f} images/s"
