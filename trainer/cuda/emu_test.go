@@ -107,8 +107,8 @@ func buildEmu() (uintptr, string, error) {
 	b.WriteString(emuShim)
 	var wrappers strings.Builder
 	for _, s := range kernels.Sources() {
-		// Each .cu defines GRID_LOOP and REDUCE_THREADS itself.
-		fmt.Fprintf(&b, "\n#undef GRID_LOOP\n#undef REDUCE_THREADS\n// ---- %s\n%s\n", s.File, s.Code)
+		// Each carries the (guarded) prelude; reduce.cu defines REDUCE_THREADS.
+		fmt.Fprintf(&b, "\n#undef REDUCE_THREADS\n// ---- %s\n%s\n", s.File, s.Code)
 		for _, m := range kernelSig.FindAllStringSubmatch(s.Code, -1) {
 			var args []string
 			for i, p := range strings.Split(m[2], ",") {

@@ -3,25 +3,6 @@
 // operation order; compiled with --fmad=false so that no multiply-add is
 // fused and results match the CPU bit for bit where the order is the same.
 
-#define GRID_LOOP(i, n)                                                        \
-  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;         \
-       i < (long long)(n); i += (long long)blockDim.x * gridDim.x)
-
-// GRID_LOOP_T is GRID_LOOP with the index type T: 32-bit where fits32
-// says the range allows it, since a 64-bit division costs a GPU several
-// times a 32-bit one.
-// (Guarded: the host emulator compiles every source as one file.)
-#ifndef LOADERD_GRID_LOOP_T
-#define LOADERD_GRID_LOOP_T
-#define GRID_LOOP_T(T, i, n)                                                   \
-  for (T i = (T)(blockIdx.x * blockDim.x + threadIdx.x); i < (T)(n);            \
-       i += (T)(blockDim.x * gridDim.x))
-
-__device__ inline bool fits32(long long n) {
-  return n + (long long)blockDim.x * gridDim.x < 4294967296LL;
-}
-#endif
-
 template <class T>
 __device__ void transpose12(float* z, const float* x, int A, int B, int inner) {
   GRID_LOOP_T(T, i, (T)A * B * inner) {

@@ -1,10 +1,6 @@
 // GEMM helpers for when cuBLAS is absent or has nothing to multiply.
 // Row-major, as tensor.Device.Gemm: C = alpha·op(A)·op(B) + beta·C.
 
-#define GRID_LOOP(i, n)                                                        \
-  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;         \
-       i < (long long)(n); i += (long long)blockDim.x * gridDim.x)
-
 extern "C" {
 
 // C[m×n] (leading dimension ldc) *= beta; beta == 0 writes zeros without

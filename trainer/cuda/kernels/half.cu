@@ -4,10 +4,6 @@
 // tensor.RoundBF16 and tensor.RoundFP16, not cuda_fp16.h's conversions,
 // so that the emulator and every compiler give the CPU's bits.
 
-#define GRID_LOOP(i, n)                                                        \
-  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;         \
-       i < (long long)(n); i += (long long)blockDim.x * gridDim.x)
-
 extern "C" {
 
 __device__ unsigned round_bf16_bits(unsigned b) {

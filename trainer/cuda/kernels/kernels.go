@@ -11,6 +11,11 @@ import (
 //go:embed *.cu
 var files embed.FS
 
+// prelude is prepended to every source: the grid loops they share.
+//
+//go:embed prelude.cuh
+var prelude string
+
 // Source is one embedded CUDA C file and the kernels it defines.
 type Source struct {
 	File    string
@@ -24,13 +29,13 @@ var ErrCompile = errors.New("kernels: compile failed")
 var globalRE = regexp.MustCompile(`__global__\s+void\s+([A-Za-z_][A-Za-z0-9_]*)\s*\(`)
 
 // Sources returns every embedded .cu file, sorted by name, with the
-// kernels each declares.
+// kernels each declares; Code is the file after prelude.cuh.
 func Sources() []Source {
 	ents, _ := files.ReadDir(".") // embedded: cannot fail
 	out := make([]Source, 0, len(ents))
 	for _, e := range ents {
 		b, _ := files.ReadFile(e.Name())
-		s := Source{File: e.Name(), Code: string(b)}
+		s := Source{File: e.Name(), Code: prelude + string(b)}
 		for _, m := range globalRE.FindAllStringSubmatch(s.Code, -1) {
 			s.Entries = append(s.Entries, m[1])
 		}

@@ -2,10 +2,6 @@
 // trainer/tensor/cpu_loss.go. A label outside [0, c) sets bit 0 of
 // *status, which the device reads at Sync and reports as an argument error.
 
-#define GRID_LOOP(i, n)                                                        \
-  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;         \
-       i < (long long)(n); i += (long long)blockDim.x * gridDim.x)
-
 extern "C" {
 
 // prob = softmax(logits) per row; loss[r] = −Σ_j q_j·log p_j with
