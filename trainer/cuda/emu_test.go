@@ -76,29 +76,42 @@ const emuThreads = 8
 
 var kernelSig = regexp.MustCompile(`__global__\s+void\s+(\w+)\s*\(([^)]*)\)`)
 
-var (
-	emuOnce   sync.Once
-	emuHandle uintptr
-	emuErr    error
-	emuSkip   string
-)
+// emuLib is one build of the host library: emuLibs[0] as the kernels
+// are, emuLibs[1] with -DLOADERD_INDEX64, whose fits32 is always false,
+// so the 64-bit index paths that only huge launches take run at test sizes.
+type emuLib struct {
+	once   sync.Once
+	handle uintptr
+	err    error
+	skip   string
+}
+
+var emuLibs [2]emuLib
 
 // emuLibrary builds the host library once per test binary.
-func emuLibrary(t *testing.T) uintptr {
+func emuLibrary(t *testing.T) uintptr { return emuLibraryOf(t, false) }
+
+func emuLibraryOf(t *testing.T, index64 bool) uintptr {
 	t.Helper()
-	emuOnce.Do(func() { emuHandle, emuSkip, emuErr = buildEmu() })
-	if emuSkip != "" {
-		t.Skip(emuSkip)
+	l := &emuLibs[0]
+	var defs []string
+	if index64 {
+		l, defs = &emuLibs[1], []string{"-DLOADERD_INDEX64"}
 	}
-	if emuErr != nil {
-		t.Fatal(emuErr)
+	l.once.Do(func() { l.handle, l.skip, l.err = buildEmu(defs...) })
+	if l.skip != "" {
+		t.Skip(l.skip)
 	}
-	return emuHandle
+	if l.err != nil {
+		t.Fatal(l.err)
+	}
+	return l.handle
 }
 
 // buildEmu compiles the host library with one launch_<name>(void** params)
-// per kernel, unpacking params the way cuLaunchKernel would.
-func buildEmu() (uintptr, string, error) {
+// per kernel, unpacking params the way cuLaunchKernel would; defines are
+// extra -D flags.
+func buildEmu(defines ...string) (uintptr, string, error) {
 	cxx, err := exec.LookPath("g++")
 	if err != nil {
 		return 0, fmt.Sprintf("no g++ to build the kernel emulator: %v", err), nil
@@ -129,7 +142,8 @@ func buildEmu() (uintptr, string, error) {
 	if err := os.WriteFile(src, []byte(b.String()), 0o644); err != nil {
 		return 0, "", err
 	}
-	out, err := exec.Command(cxx, "-std=c++20", "-pthread", "-O1", "-ffp-contract=off", "-shared", "-fPIC", "-o", lib, src).CombinedOutput()
+	args := append([]string{"-std=c++20", "-pthread", "-O1", "-ffp-contract=off", "-shared", "-fPIC"}, defines...)
+	out, err := exec.Command(cxx, append(args, "-o", lib, src)...).CombinedOutput()
 	if err != nil {
 		return 0, "", fmt.Errorf("g++: %v\n%s", err, out)
 	}
@@ -325,8 +339,10 @@ func emuBLAS(t *testing.T, m *emuMem) *driver.CUBLAS {
 
 // openEmu opens an emulated device; with blas, Gemm goes through the
 // emulated cuBLAS instead of the gemm_f32 kernel.
-func openEmu(t *testing.T, blas bool) *Device {
-	lib := emuLibrary(t)
+func openEmu(t *testing.T, blas bool) *Device { return openEmuOf(t, blas, false) }
+
+func openEmuOf(t *testing.T, blas, index64 bool) *Device {
+	lib := emuLibraryOf(t, index64)
 	cu, m := emuDriver(t, lib)
 	d, err := newDevice(cu, Config{NoCache: true, NoCUBLAS: true, compiler: fakePTX{}})
 	if err != nil {
@@ -342,6 +358,12 @@ func openEmu(t *testing.T, blas bool) *Device {
 // The Device and every kernel, run on the host emulator, match the CPU.
 func TestEmulatedMatchesCPU(t *testing.T) {
 	compareWithCPU(t, openEmu(t, false))
+}
+
+// The 64-bit index paths (im2col, col2im, transpose12 beyond 2³² elements)
+// compute what the 32-bit ones do.
+func TestEmulatedMatchesCPUIndex64(t *testing.T) {
+	compareWithCPU(t, openEmuOf(t, false, true))
 }
 
 // Device.Gemm's row-major → column-major cuBLAS call is right.

@@ -16,8 +16,12 @@
   for (T i = (T)(blockIdx.x * blockDim.x + threadIdx.x); i < (T)(n);            \
        i += (T)(blockDim.x * gridDim.x))
 
+#ifdef LOADERD_INDEX64  // the emulator's test of the 64-bit paths
+__device__ inline bool fits32(long long) { return false; }
+#else
 __device__ inline bool fits32(long long n) {
   return n + (long long)blockDim.x * gridDim.x < 4294967296LL;
 }
+#endif
 
 #endif
