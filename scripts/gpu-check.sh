@@ -296,7 +296,7 @@ extract_cifar() {
 import json, re, sys
 text = open(sys.argv[1]).read()
 res = json.loads(text[re.search(r"(?:^|[\r\n])\{", text).end() - 1:text.rindex("}") + 1])
-print(f"{res['model']} ({res['params']} parameters) on {res['devices']} {res.get('device', '?')} device(s), mode {res['mode']}, amp {res.get('amp', 'off')}")
+print(f"{res['model']} ({res['params']} parameters) on {res['devices']} {res.get('device', '?')} device(s), mode {res['mode']}, amp {res.get('amp', 'off')}, tf32 {res.get('tf32', False)}")
 print("shared-memory registration:", res.get("host_register") or "none (not CUDA, or not --transport shm)")
 if res.get("kernels"):
     print("kernels loaded as:", res["kernels"])

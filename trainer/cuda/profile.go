@@ -58,6 +58,12 @@ func (d *Device) profEnd(t0 time.Time, k string) {
 }
 
 func gemmKey(ta, tb bool, m, n, k int) string {
-	op := map[bool]string{false: "N", true: "T"}
-	return fmt.Sprintf("gemm %s%s m=%d n=%d k=%d", op[ta], op[tb], m, n, k)
+	return fmt.Sprintf("gemm %s%s m=%d n=%d k=%d", opName(ta), opName(tb), m, n, k)
+}
+
+func opName(trans bool) string {
+	if trans {
+		return "T"
+	}
+	return "N"
 }

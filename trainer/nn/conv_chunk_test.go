@@ -58,18 +58,11 @@ func TestConvScratchSizer(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		out := make([]float32, y.Buf.Len())
-		if err := d.CopyOut(out, y.Buf); err != nil {
-			t.Fatal(err)
-		}
+		out := readBuf(t, d, y.Buf)
 		if err := m.Backward(y); err != nil { // dy = y: any fixed gradient will do
 			t.Fatal(err)
 		}
-		grads := make([]float32, m.NumParams())
-		if err := d.CopyOut(grads, m.Grads()); err != nil {
-			t.Fatal(err)
-		}
-		return d, out, grads
+		return d, out, readBuf(t, d, m.Grads())
 	}
 	one, y1, g1 := run(1 << 24)
 	// Forward: 1 im2col + 1 GEMM per conv; backward: 1 im2col + dW GEMM per
