@@ -26,7 +26,9 @@
 # a step with under 20 s left is skipped, saying so. Results go to --results
 # (default $OUT/gpu-check.md on the device machine, else
 # .gpu-bundle/out/gpu-check.md), logs beside it in gpu-check-logs.tar.gz.
-# Knobs (environment): CIFAR_ARGS (trainer train flags), CIFAR_TIMEOUT,
+# Knobs (environment): CIFAR_ARGS (trainer train flags), CIFAR_EPOCHS
+# (auto: sized to CIFAR_TIMEOUT by a probe run; or a number),
+# CIFAR_MAX_EPOCHS, CIFAR_PROBE_STEPS, CIFAR_TIMEOUT,
 # CIFAR_BATCH_AUTO (0: skip the --batch auto search), TORCH_ARGS
 # (gpu_compare.py flags), TORCH_TIMEOUT, SANITIZER_TIMEOUT (each tool),
 # GPU_CHECK_WORK (/tmp/loaderd-gpu).
@@ -40,7 +42,7 @@ while [ $# -gt 0 ]; do
     --bundle) bundle=$2; shift ;;
     --results) results=$2; shift ;;
     --deadline) deadline=$2; shift ;;
-    -h|--help) sed -n '2,30p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,34p' "$0"; exit 0 ;;
     -*) echo "gpu-check: unknown flag $1" >&2; exit 2 ;;
     *) steps+=("$1") ;;
   esac
@@ -270,14 +272,20 @@ step_cifar() {
     # PyTorch's convolutions use by default. The 1.2M-parameter
     # 64-128-256 net reached 86.7% in 22 epochs on the H100 (docs/GPU.md).
     # CIFAR_ARGS replaces them.
-    read -r -a args <<<"${CIFAR_ARGS:---device cuda --model cnn --widths 64,128,256,512 --blocks 2,2,2,2 --batch 512 --epochs 20 --lr 0.4 --label-smoothing 0.1 --tf32 --transport shm}"
+    read -r -a args <<<"${CIFAR_ARGS:---device cuda --model cnn --widths 64,128,256,512 --blocks 2,2,2,2 --batch 512 --lr 0.4 --label-smoothing 0.1 --tf32 --transport shm}"
+    val_images=10000
   else
     spec="synthetic:2048?holdout=10"
-    args=(--device auto --model cnn --widths 4,8 --batch 32 --epochs 1 --max-steps 3 --goroutines 1 --transport shm)
+    args=(--device auto --model cnn --widths 4,8 --batch 32 --max-steps 3 --goroutines 1 --transport shm)
+    val_images=100
   fi
   daemon_up "train=$spec&part=train" "val=$spec&part=val" || { skip cifar "loaderd did not start (see logs)"; return; }
+  local epochs=${CIFAR_EPOCHS:-auto} sizing=""
+  if [ "$epochs" = auto ]; then size_epochs "$val_images" "${args[@]}"; fi
+  args+=(--epochs "$epochs")
   run_step cifar "${CIFAR_TIMEOUT:-420}" "loaderd serve --unix \$WORK/loaderd.sock --dataset 'train=$spec&part=train' --dataset 'val=$spec&part=val' &
 trainer train --addr $addr --dataset train --eval val --json ${args[*]}" "$work/bin/trainer" train --addr "$addr" --dataset train --eval val --json "${args[@]}"
+  [ -z "$sizing" ] || printf '%s\n\n' "$sizing" >>"$results"
   # --batch auto (issue 14 item 6): the largest batch that fits, by trying.
   if [ "${CIFAR_BATCH_AUTO:-1}" = 0 ]; then
     skip batch-auto "CIFAR_BATCH_AUTO=0"; daemon_down; return
@@ -289,6 +297,43 @@ trainer train --addr $addr --dataset train --eval val --json ${args[*]}" "$work/
   daemon_down
   [ $gpu = 1 ] || printf '(CPU smoke run on synthetic data: proves the command line and the fallback, not a figure)\n\n' >>"$results"
 }
+# size_epochs VAL_IMAGES ARGS...: CIFAR_EPOCHS=auto. A probe run of
+# CIFAR_PROBE_STEPS steps with ARGS gives the step rate and the process's
+# start-up; from them, the most epochs (training and evaluation, with a
+# 10% margin) that fit the time the cifar step will have, at most
+# CIFAR_MAX_EPOCHS (30). A OneCycle schedule only peaks in accuracy at its
+# end, so a run must be sized to finish, not cut off by its timeout. Sets
+# $epochs and $sizing (what was measured, for the results).
+size_epochs() {
+  local val=$1; shift
+  local steps=${CIFAR_PROBE_STEPS:-40} t0 t1 json
+  t0=$(date +%s.%N)
+  json=$(timeout -k 10 120 "$work/bin/trainer" train --addr "$addr" --dataset train --json --quiet --epochs 1 "$@" --max-steps "$steps" 2>"$logs/cifar-probe.log")
+  t1=$(date +%s.%N)
+  printf '%s\n' "$json" >>"$logs/cifar-probe.log"
+  local rate secs total batch
+  rate=$(sed -n 's/^ *"images_per_s": *\([0-9.e+]*\).*/\1/p' <<<"$json")
+  secs=$(sed -n 's/^ *"seconds": *\([0-9.e+]*\).*/\1/p' <<<"$json")
+  total=$(sed -n 's/^ *"total_steps": *\([0-9]*\).*/\1/p' <<<"$json")
+  batch=$(sed -n 's/^ *"batch": *\([0-9]*\).*/\1/p' <<<"$json")
+  if [ -z "$rate" ] || [ -z "$secs" ] || [ -z "$total" ] || [ -z "$batch" ]; then
+    epochs=${CIFAR_FALLBACK_EPOCHS:-20}
+    sizing="epochs: auto, but the probe run failed (logs/cifar-probe.log), so $epochs"
+    return
+  fi
+  local limit=${CIFAR_TIMEOUT:-420} left=$((deadline - (SECONDS - start)))
+  [ "$limit" -le "$left" ] || limit=$left
+  # Evaluation is forward only: counted at twice the training rate.
+  read -r epochs sizing < <(awk -v r="$rate" -v s="$secs" -v w0="$t0" -v w1="$t1" -v n="$total" -v b="$batch" \
+    -v val="$val" -v limit="$limit" -v most="${CIFAR_MAX_EPOCHS:-30}" -v probe="$steps" 'BEGIN {
+      startup = (w1 - w0) - s; if (startup < 0) startup = 0
+      epoch = n * b / r + val / (2 * r)
+      e = int(((limit - startup) * 0.9 - 10) / epoch)
+      if (e > most) e = most; if (e < 1) e = 1
+      printf "%d epochs: auto, %d: a probe of %d steps ran at %.0f images/s after %.1f s of start-up; an epoch of %d steps and its evaluation take about %.1f s, and the step has %d s\n", e, e, probe, r, startup, n, epoch, limit
+    }')
+}
+
 # Progress lines go to the log too, so a run cut off by its timeout (no
 # JSON) still shows every finished epoch.
 extract_cifar() {

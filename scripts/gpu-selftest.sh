@@ -33,6 +33,8 @@ else
   grep -q 'CPU fallback, no GPU figures' "$res" || fail "results do not say they hold no GPU figures"
   grep -q 'using CPU devices' "$res" || fail "trainer devices did not list the CPU fallback"
   grep -qE 'cnn \([0-9]+ parameters\) on 2 cpu device' "$res" || fail "the cifar smoke run did not train on the CPU devices"
+  grep -qE '^epochs: auto, [0-9]+: a probe of [0-9]+ steps ran at [0-9]+ images/s' "$res" || fail "CIFAR_EPOCHS=auto did not size the cifar run from a probe"
+  grep -qE -- '--transport shm --epochs [0-9]+$' "$res" || fail "the cifar run was not given the sized --epochs"
   grep -qE '^batch auto on 2 cpu device\(s\): [0-9]+$' "$res" || fail "--batch auto found no batch under --device-memory"
 fi
 echo "gpu-selftest: gpu-bundle.sh and gpu-check.sh work ($(grep -c '^| .* | passed |' "$res") steps passed, $(grep -c '^| .* | skipped' "$res") skipped)"
