@@ -73,7 +73,8 @@ type Device struct {
 	par  [maxArgs]unsafe.Pointer
 	na   int
 
-	prof map[string]*OpTime // SetProfile; nil when off
+	prof    map[string]*OpTime // SetProfile; nil when off
+	scratch int                // ScratchFloats; tests shrink it to force many chunks
 }
 
 var (
@@ -136,7 +137,7 @@ func newDevice(cu *driver.CUDA, cfg Config) (*Device, error) {
 	if cfg.Ordinal < 0 || cfg.Ordinal >= int(count) {
 		return nil, fmt.Errorf("%w: ordinal %d, %d devices", ErrNoDevice, cfg.Ordinal, count)
 	}
-	d := &Device{cu: cu, allocs: make(map[*alloc]struct{})}
+	d := &Device{cu: cu, allocs: make(map[*alloc]struct{}), scratch: scratchFloats}
 	d.name = cfg.Name
 	if d.name == "" {
 		d.name = fmt.Sprintf("cuda:%d", cfg.Ordinal)
@@ -325,7 +326,7 @@ const scratchFloats = 1 << 26
 // ScratchFloats implements tensor.ScratchSizer: few launches over many
 // images, bounded so that a large batch does not spend its memory on
 // scratch.
-func (d *Device) ScratchFloats() int { return scratchFloats }
+func (d *Device) ScratchFloats() int { return d.scratch }
 
 // HasCUBLAS reports whether GEMM runs on cuBLAS (else a reference kernel).
 func (d *Device) HasCUBLAS() bool { return d.blas != nil }
