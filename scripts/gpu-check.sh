@@ -311,11 +311,11 @@ size_epochs() {
   json=$(timeout -k 10 120 "$work/bin/trainer" train --addr "$addr" --dataset train --json --quiet --epochs 1 "$@" --max-steps "$steps" 2>"$logs/cifar-probe.log")
   t1=$(date +%s.%N)
   printf '%s\n' "$json" >>"$logs/cifar-probe.log"
+  # Top-level fields only (two spaces in): each of json's epochs repeats
+  # seconds and images_per_s when the probe runs past an epoch.
+  field() { sed -n "s/^  \"$1\": *\([0-9.e+-]*\).*/\1/p" <<<"$json"; }
   local rate secs total batch
-  rate=$(sed -n 's/^ *"images_per_s": *\([0-9.e+]*\).*/\1/p' <<<"$json")
-  secs=$(sed -n 's/^ *"seconds": *\([0-9.e+]*\).*/\1/p' <<<"$json")
-  total=$(sed -n 's/^ *"total_steps": *\([0-9]*\).*/\1/p' <<<"$json")
-  batch=$(sed -n 's/^ *"batch": *\([0-9]*\).*/\1/p' <<<"$json")
+  rate=$(field images_per_s) secs=$(field seconds) total=$(field total_steps) batch=$(field batch)
   if [ -z "$rate" ] || [ -z "$secs" ] || [ -z "$total" ] || [ -z "$batch" ]; then
     epochs=${CIFAR_FALLBACK_EPOCHS:-20}
     sizing="epochs: auto, but the probe run failed (logs/cifar-probe.log), so $epochs"

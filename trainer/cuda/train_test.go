@@ -123,11 +123,12 @@ func TestEmulatedTrainStepsMatchCPU(t *testing.T) {
 	trainMatchesCPU(t, open, 1, 1e-4)
 }
 
-// Convolutions lowered a few images at a time on the device (chunks of 3,
-// 3, 3, 3, 3 and 1 of the batch of 16 in the first stage, 10 and 6 in the
-// second), as a batch of 512 CIFAR images is with the real 256 MiB: each
-// chunk's im2col, GEMM and transpose address views inside the device's
-// buffers, which one whole-batch chunk never does.
+// Convolutions lowered a few images at a time on the device, as a batch of
+// 512 CIFAR images is with the real 256 MiB: of the batch of 16, the stem
+// and the first stage take 3 at a time (the last chunk 1), the second
+// stage's 3×3 convs 10 or 6, its 1×1 shortcut all 16. Each chunk's im2col,
+// GEMM and transpose address views inside the device's buffers, which one
+// whole-batch chunk never does.
 func TestEmulatedChunkedTrainStepsMatchCPU(t *testing.T) {
 	open := func(int) []tensor.Device {
 		d := openEmu(t, true)
