@@ -6,6 +6,7 @@ import (
 	"math"
 
 	"github.com/loaderd/loaderd/augment"
+	"github.com/loaderd/loaderd/client/sample"
 )
 
 // The classic CIFAR-10 training transform over a CIFAR binary record (CHW
@@ -15,7 +16,7 @@ func ExampleNewPipeline() {
 	if err != nil {
 		panic(err)
 	}
-	in := augment.Spec{H: 32, W: 32, C: 3, DType: augment.U8, Layout: augment.CHW}
+	in := augment.Spec{H: 32, W: 32, C: 3, DType: sample.U8, Layout: sample.CHW}
 	p, err := augment.NewPipeline(in, ops...)
 	if err != nil {
 		panic(err)
@@ -27,7 +28,7 @@ func ExampleNewPipeline() {
 		src[i] = 128 // a grey image
 	}
 	dst := make([]byte, p.Out().Bytes())
-	prm := augment.Params{Top: 0, Left: 8, Flip: false}
+	prm := sample.Params{Top: 0, Left: 8, Flip: false}
 	if err := p.Apply(dst, src, prm); err != nil {
 		panic(err)
 	}
@@ -45,8 +46,8 @@ func ExampleNewPipeline() {
 // Draw is a pure function of (seed, epoch, index): any worker computes the
 // same params for a sample, and a resumed stream repeats them.
 func ExamplePipeline_Draw() {
-	in := augment.Spec{H: 32, W: 32, C: 3, DType: augment.U8, Layout: augment.HWC}
-	p, err := augment.NewPipeline(in, augment.CIFARTrain(augment.BF16, augment.CHW)...)
+	in := augment.Spec{H: 32, W: 32, C: 3, DType: sample.U8, Layout: sample.HWC}
+	p, err := augment.NewPipeline(in, augment.CIFARTrain(sample.BF16, sample.CHW)...)
 	if err != nil {
 		panic(err)
 	}
@@ -64,7 +65,7 @@ func ExampleFormatOps() {
 		augment.RandomHorizontalFlip{P: 0.5},
 		augment.ToTensor{},
 		augment.Normalize{Mean: augment.ImageNetMean, Std: augment.ImageNetStd},
-		augment.Output{DType: augment.F16, Layout: augment.HWC},
+		augment.Output{DType: sample.F16, Layout: sample.HWC},
 	}
 	fmt.Println(augment.FormatOps(ops))
 	// Output:

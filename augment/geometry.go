@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+
+	"github.com/loaderd/loaderd/client/sample"
 )
 
 // The geometric ops map an image of any size to a fixed size, as
@@ -82,7 +84,7 @@ func (o RandomResizedCrop) OutSpec(in Spec) (Spec, error) {
 
 func geoCheck(in Spec, size int) error {
 	switch {
-	case in.DType != U8:
+	case in.DType != sample.U8:
 		return fmt.Errorf("input is %s; geometric ops resample pixel values, so they must open the chain", in.DType)
 	case size <= 0 || size > maxSide:
 		return fmt.Errorf("size %d outside [1, %d]", size, maxSide)
@@ -150,16 +152,11 @@ func centerOffset(n, c int) int {
 	return int(math.RoundToEven(float64(n-c) / 2))
 }
 
-// Box is a rectangle of an image in its pixels: corner (X, Y), size W×H.
-type Box struct {
-	X, Y, W, H int32
-}
-
 // plan is what the geometric stage does to one image: resample the
 // region box of the input to rw×rh, then keep the oh×ow window whose
 // corner is (wx, wy) in the resampled image (outside it: zero).
 type plan struct {
-	box            Box
+	box            sample.Box
 	rw, rh         int
 	wx, wy, ow, oh int
 }
@@ -176,7 +173,7 @@ type geoStage struct {
 
 // planFor works out the plan for an h×w image; for a random resized crop
 // box is the drawn one (checked to lie inside the image).
-func (g *geoStage) planFor(h, w int, box Box) (plan, error) {
+func (g *geoStage) planFor(h, w int, box sample.Box) (plan, error) {
 	if g.rrc {
 		if box.W <= 0 || box.H <= 0 || box.X < 0 || box.Y < 0 || int(box.X)+int(box.W) > w || int(box.Y)+int(box.H) > h {
 			return plan{}, errorf(ErrParams, "augment: box %+v outside the %dx%d image", box, w, h)
@@ -184,7 +181,7 @@ func (g *geoStage) planFor(h, w int, box Box) (plan, error) {
 		s := g.rrcSize
 		return plan{box: box, rw: s, rh: s, ow: s, oh: s}, nil
 	}
-	p := plan{box: Box{W: int32(w), H: int32(h)}, rw: w, rh: h}
+	p := plan{box: sample.Box{W: int32(w), H: int32(h)}, rw: w, rh: h}
 	if g.resize > 0 {
 		p.rh, p.rw = resizedSize(h, w, g.resize)
 	}
@@ -199,9 +196,9 @@ func (g *geoStage) planFor(h, w int, box Box) (plan, error) {
 // reported is the Box a plan reports in Params: the region resampled,
 // except for a centre crop without resize, where it is the window itself
 // (reaching outside the image where torchvision pads).
-func (g *geoStage) reported(p plan) Box {
+func (g *geoStage) reported(p plan) sample.Box {
 	if g.center > 0 && g.resize == 0 {
-		return Box{X: int32(p.wx), Y: int32(p.wy), W: int32(p.ow), H: int32(p.oh)}
+		return sample.Box{X: int32(p.wx), Y: int32(p.wy), W: int32(p.ow), H: int32(p.oh)}
 	}
 	return p.box
 }
@@ -211,7 +208,7 @@ func (g *geoStage) reported(p plan) Box {
 // i-th values of the scale and ratio streams, so a box is a pure function
 // of (key, h, w). torchvision draws in float32; here the arithmetic is
 // float64, which moves no rule, only the rounding of the draws.
-func (g *geoStage) draw(key uint64, h, w int) Box {
+func (g *geoStage) draw(key uint64, h, w int) sample.Box {
 	area := float64(h) * float64(w)
 	for try := range uint64(10) {
 		s := g.scale[0] + (g.scale[1]-g.scale[0])*unitAt(key, streamScale, try)
@@ -222,7 +219,7 @@ func (g *geoStage) draw(key uint64, h, w int) Box {
 		if bw > 0 && bw <= w && bh > 0 && bh <= h {
 			y := uniform(key, streamBoxY, uint64(h-bh)+1)
 			x := uniform(key, streamBoxX, uint64(w-bw)+1)
-			return Box{X: int32(x), Y: int32(y), W: int32(bw), H: int32(bh)}
+			return sample.Box{X: int32(x), Y: int32(y), W: int32(bw), H: int32(bh)}
 		}
 	}
 	return fallbackBox(h, w, g.ratio)
@@ -230,7 +227,7 @@ func (g *geoStage) draw(key uint64, h, w int) Box {
 
 // fallbackBox is get_params' central crop after ten misses: the whole
 // image, narrowed to the nearest ratio in range.
-func fallbackBox(h, w int, ratio [2]float64) Box {
+func fallbackBox(h, w int, ratio [2]float64) sample.Box {
 	bw, bh := w, h
 	in := float64(w) / float64(h)
 	if in < ratio[0] {
@@ -238,5 +235,5 @@ func fallbackBox(h, w int, ratio [2]float64) Box {
 	} else if in > ratio[1] {
 		bw = int(math.RoundToEven(float64(h) * ratio[1]))
 	}
-	return Box{X: int32((w - bw) / 2), Y: int32((h - bh) / 2), W: int32(bw), H: int32(bh)}
+	return sample.Box{X: int32((w - bw) / 2), Y: int32((h - bh) / 2), W: int32(bw), H: int32(bh)}
 }

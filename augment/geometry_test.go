@@ -6,6 +6,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/loaderd/loaderd/client/sample"
 )
 
 func TestResizedSize(t *testing.T) {
@@ -41,24 +43,24 @@ func TestCenterOffset(t *testing.T) {
 func TestFallbackBox(t *testing.T) {
 	r := DefaultRRCRatio
 	// Explicit cases, computed by hand from get_params' fallback.
-	check := func(h, w int, want Box) {
+	check := func(h, w int, want sample.Box) {
 		t.Helper()
 		if got := fallbackBox(h, w, r); got != want {
 			t.Errorf("fallbackBox(%d, %d) = %+v, want %+v", h, w, got, want)
 		}
 	}
-	check(10, 1000, Box{X: 493, Y: 0, W: 13, H: 10}) // too wide: round(10·4/3) = 13
-	check(1000, 10, Box{X: 0, Y: 493, W: 10, H: 13}) // too tall: round(10/0.75) = 13
-	check(300, 400, Box{W: 400, H: 300})             // in range: whole image
-	check(300, 401, Box{X: 0, Y: 0, W: 400, H: 300}) // round(300·4/3) = 400, (401-400)//2 = 0
-	check(400, 299, Box{X: 0, Y: 0, W: 299, H: 399}) // round(299/0.75) = round(398.67) = 399
-	check(2, 5, Box{X: 1, Y: 0, W: 3, H: 2})         // round(2.67) = 3
-	check(5, 2, Box{X: 0, Y: 1, W: 2, H: 3})         // round(2.67) = 3
+	check(10, 1000, sample.Box{X: 493, Y: 0, W: 13, H: 10}) // too wide: round(10·4/3) = 13
+	check(1000, 10, sample.Box{X: 0, Y: 493, W: 10, H: 13}) // too tall: round(10/0.75) = 13
+	check(300, 400, sample.Box{W: 400, H: 300})             // in range: whole image
+	check(300, 401, sample.Box{X: 0, Y: 0, W: 400, H: 300}) // round(300·4/3) = 400, (401-400)//2 = 0
+	check(400, 299, sample.Box{X: 0, Y: 0, W: 299, H: 399}) // round(299/0.75) = round(398.67) = 399
+	check(2, 5, sample.Box{X: 1, Y: 0, W: 3, H: 2})         // round(2.67) = 3
+	check(5, 2, sample.Box{X: 0, Y: 1, W: 2, H: 3})         // round(2.67) = 3
 }
 
 func rrcStage(t *testing.T, size int, scale, ratio [2]float64) *geoStage {
 	t.Helper()
-	p, err := NewPipeline(Spec{C: 3, DType: U8, Layout: HWC},
+	p, err := NewPipeline(Spec{C: 3, DType: sample.U8, Layout: sample.HWC},
 		RandomResizedCrop{Size: size, Scale: scale, Ratio: ratio})
 	if err != nil {
 		t.Fatal(err)
@@ -115,13 +117,13 @@ func TestRRCDistribution(t *testing.T) {
 	// A 100:1 strip fits no box of ratio ≤ 4/3 and area ≥ 8%: every draw
 	// is the fallback.
 	for i := range int64(100) {
-		if b := g.draw(drawKey(7, 0, i), 10, 1000); b != (Box{X: 493, W: 13, H: 10}) {
+		if b := g.draw(drawKey(7, 0, i), 10, 1000); b != (sample.Box{X: 493, W: 13, H: 10}) {
 			t.Fatalf("strip: box %+v, want the fallback", b)
 		}
 	}
 	// Scale fixed at 1 and ratio at 1 on a square: the whole image.
 	g1 := rrcStage(t, 8, [2]float64{1, 1}, [2]float64{1, 1})
-	if b := g1.draw(drawKey(1, 2, 3), 50, 50); b != (Box{W: 50, H: 50}) {
+	if b := g1.draw(drawKey(1, 2, 3), 50, 50); b != (sample.Box{W: 50, H: 50}) {
 		t.Errorf("scale 1 ratio 1: box %+v, want the whole image", b)
 	}
 }
@@ -154,14 +156,14 @@ func TestDrawSizedDeterministic(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := NewPipeline(Spec{C: 3, DType: U8, Layout: HWC}, ops...)
+	p, err := NewPipeline(Spec{C: 3, DType: sample.U8, Layout: sample.HWC}, ops...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !p.Variable() || p.Out() != (Spec{H: 224, W: 224, C: 3, DType: F32, Layout: CHW}) {
+	if !p.Variable() || p.Out() != (Spec{H: 224, W: 224, C: 3, DType: sample.F32, Layout: sample.CHW}) {
 		t.Fatalf("variable %v, out %v", p.Variable(), p.Out())
 	}
-	seen := map[Box]bool{}
+	seen := map[sample.Box]bool{}
 	flips := 0
 	for i := range int64(200) {
 		a := p.DrawSized(42, 3, i, 375, 500)
@@ -182,15 +184,15 @@ func TestDrawSizedDeterministic(t *testing.T) {
 }
 
 func TestGeoChains(t *testing.T) {
-	in := Spec{C: 3, DType: U8, Layout: HWC}
+	in := Spec{C: 3, DType: sample.U8, Layout: sample.HWC}
 	for _, c := range []struct {
 		ops string
 		ok  bool
 		out Spec
 	}{
-		{"resize=256,center_crop=224,normalize=imagenet", true, Spec{224, 224, 3, F32, CHW}},
-		{"center_crop=32,out=u8:chw", true, Spec{32, 32, 3, U8, CHW}},
-		{"random_resized_crop=64:0.5-1:1-1,crop=60:2,flip=0.5,out=bf16:hwc", true, Spec{60, 60, 3, BF16, HWC}},
+		{"resize=256,center_crop=224,normalize=imagenet", true, Spec{224, 224, 3, sample.F32, sample.CHW}},
+		{"center_crop=32,out=u8:chw", true, Spec{32, 32, 3, sample.U8, sample.CHW}},
+		{"random_resized_crop=64:0.5-1:1-1,crop=60:2,flip=0.5,out=bf16:hwc", true, Spec{60, 60, 3, sample.BF16, sample.HWC}},
 		{"resize=256", false, Spec{}},                          // size stays variable
 		{"flip=0.5,resize=256,center_crop=224", false, Spec{}}, // geometric op not first
 		{"resize=256,random_resized_crop=224", false, Spec{}},  // rrc must be alone
@@ -221,10 +223,10 @@ func TestGeoChains(t *testing.T) {
 		}
 	}
 	// A fixed-size input with resize alone is fine: its size is known.
-	if p, err := NewPipeline(Spec{H: 375, W: 500, C: 3, DType: U8, Layout: HWC}, Resize{Size: 256}); err != nil || p.Out().W != 341 {
+	if p, err := NewPipeline(Spec{H: 375, W: 500, C: 3, DType: sample.U8, Layout: sample.HWC}, Resize{Size: 256}); err != nil || p.Out().W != 341 {
 		t.Errorf("fixed resize: %v, %v", p, err)
 	}
-	if _, err := NewPipeline(Spec{C: 3, DType: U8, Layout: CHW}, CenterCrop{Size: 8}); !errors.Is(err, ErrInvalidSpec) {
+	if _, err := NewPipeline(Spec{C: 3, DType: sample.U8, Layout: sample.CHW}, CenterCrop{Size: 8}); !errors.Is(err, ErrInvalidSpec) {
 		t.Errorf("chw input: %v", err)
 	}
 }
@@ -233,7 +235,7 @@ func TestGeoChains(t *testing.T) {
 // the two stages allocate nothing whatever the sizes and boxes.
 func TestApplySizedZeroAlloc(t *testing.T) {
 	ops, _ := ParseOps("random_resized_crop=32,flip,normalize=imagenet,out=f32:chw")
-	p, err := NewPipeline(Spec{C: 3, DType: U8, Layout: HWC}, ops...)
+	p, err := NewPipeline(Spec{C: 3, DType: sample.U8, Layout: sample.HWC}, ops...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -254,7 +256,7 @@ func TestApplySizedZeroAlloc(t *testing.T) {
 	}
 	// Warm up with full-image boxes: the widest kernels and rows.
 	for _, hw := range sizes {
-		prm := Params{Box: Box{W: int32(hw[1]), H: int32(hw[0])}}
+		prm := sample.Params{Box: sample.Box{W: int32(hw[1]), H: int32(hw[0])}}
 		if err := p.ApplySized(dst, src[:hw[0]*hw[1]*3], hw[0], hw[1], prm, &sc); err != nil {
 			t.Fatal(err)
 		}
@@ -267,7 +269,7 @@ func TestApplySizedZeroAlloc(t *testing.T) {
 		t.Errorf("ApplySized allocates %v times per call", a)
 	}
 	// A box outside the image is refused.
-	err = p.ApplySized(dst, src[:40*40*3], 40, 40, Params{Box: Box{X: 10, W: 31, H: 5}}, &sc)
+	err = p.ApplySized(dst, src[:40*40*3], 40, 40, sample.Params{Box: sample.Box{X: 10, W: 31, H: 5}}, &sc)
 	if !errors.Is(err, ErrParams) {
 		t.Errorf("box outside: %v", err)
 	}
@@ -289,7 +291,7 @@ func TestBilinearIdentity(t *testing.T) {
 // opening with a geometric op equals Reference (resample, then the
 // oracle's ops), and Draw is DrawSized at In()'s size.
 func TestSizedApplyMatchesReference(t *testing.T) {
-	in := Spec{H: 37, W: 53, C: 3, DType: U8, Layout: HWC}
+	in := Spec{H: 37, W: 53, C: 3, DType: sample.U8, Layout: sample.HWC}
 	for _, s := range []string{
 		"random_resized_crop=16,flip=0.5,normalize=imagenet,out=f32:chw",
 		"resize=20,center_crop=18,crop=16:2,flip=0.5,out=bf16:hwc",
@@ -331,7 +333,7 @@ func TestSizedApplyMatchesReference(t *testing.T) {
 // of whole images refuse a crop.
 func TestApplyCroppedMatchesApplySized(t *testing.T) {
 	ops, _ := ParseOps("random_resized_crop=48,flip,normalize=imagenet,out=f32:chw")
-	p, err := NewPipeline(Spec{C: 3, DType: U8, Layout: HWC}, ops...)
+	p, err := NewPipeline(Spec{C: 3, DType: sample.U8, Layout: sample.HWC}, ops...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -367,7 +369,7 @@ func TestApplyCroppedMatchesApplySized(t *testing.T) {
 		}
 	}
 	ops, _ = ParseOps("resize=40,center_crop=32,out=f32:chw")
-	q, err := NewPipeline(Spec{C: 3, DType: U8, Layout: HWC}, ops...)
+	q, err := NewPipeline(Spec{C: 3, DType: sample.U8, Layout: sample.HWC}, ops...)
 	if err != nil {
 		t.Fatal(err)
 	}

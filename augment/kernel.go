@@ -1,6 +1,10 @@
 package augment
 
-import "unsafe"
+import (
+	"unsafe"
+
+	"github.com/loaderd/loaderd/client/sample"
+)
 
 // The fused kernel. The crop window of an output image meets the source
 // image in a rectangle: `rows` output rows of `n` in-image pixels each,
@@ -36,13 +40,13 @@ type geom struct {
 	start   int // output index of the first in-image pixel
 	src     int // input index of the lowest source pixel of that row
 	flip    bool
-	in, out Layout
+	in, out sample.Layout
 }
 
 // run writes one output image. With one channel HWC and CHW are the same
 // bytes, so the plane loops serve both.
 func run[T elem](d []T, src []byte, lut *[3][256]T, fill *[3]T, g *geom) {
-	if g.c == 1 || g.out == CHW {
+	if g.c == 1 || g.out == sample.CHW {
 		for c := range g.c {
 			fillPlane(d[c*g.op:(c+1)*g.op], fill[c], g)
 		}
@@ -53,7 +57,7 @@ func run[T elem](d []T, src []byte, lut *[3][256]T, fill *[3]T, g *geom) {
 		return
 	}
 	switch {
-	case g.c == 1 || g.in == CHW && g.out == CHW:
+	case g.c == 1 || g.in == sample.CHW && g.out == sample.CHW:
 		for c := range g.c {
 			dp, sp := d[c*g.op+g.start:(c+1)*g.op], src[c*g.ip+g.src:(c+1)*g.ip]
 			if g.flip {
@@ -62,14 +66,14 @@ func run[T elem](d []T, src []byte, lut *[3][256]T, fill *[3]T, g *geom) {
 				planeFwd(dp, sp, &lut[c], g.rows, g.n, g.ow, g.w)
 			}
 		}
-	case g.out == CHW: // HWC → CHW
+	case g.out == sample.CHW: // HWC → CHW
 		d0, d1, d2 := d[g.start:g.op], d[g.op+g.start:2*g.op], d[2*g.op+g.start:3*g.op]
 		if g.flip {
 			splitRev(d0, d1, d2, pixels(src[3*g.src:]), lut, g)
 		} else {
 			splitFwd(d0, d1, d2, pixels(src[3*g.src:]), lut, g)
 		}
-	case g.in == CHW: // CHW → HWC
+	case g.in == sample.CHW: // CHW → HWC
 		dp := pixels(d[3*g.start : 3*g.op])
 		s0, s1, s2 := src[g.src:g.ip], src[g.ip+g.src:2*g.ip], src[2*g.ip+g.src:3*g.ip]
 		if g.flip {

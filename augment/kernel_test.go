@@ -7,11 +7,13 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/loaderd/loaderd/client/sample"
 )
 
 // chains returns the op chains the kernel is checked on for one geometry:
 // torchvision's order, flip before crop, several value ops, and no crop.
-func chains(r *rand.Rand, c, size, pad int, dt DType, l Layout) [][]Op {
+func chains(r *rand.Rand, c, size, pad int, dt sample.DType, l sample.Layout) [][]Op {
 	stats := func() Normalize {
 		n := Normalize{}
 		for range c {
@@ -44,13 +46,13 @@ func chains(r *rand.Rand, c, size, pad int, dt DType, l Layout) [][]Op {
 
 // paramsFor returns edge and random params for p: every corner of the crop
 // range, mirrored and not, and a few draws.
-func paramsFor(p *Pipeline, seed uint64) []Params {
-	var ps []Params
+func paramsFor(p *Pipeline, seed uint64) []sample.Params {
+	var ps []sample.Params
 	for _, top := range []int32{0, p.maxTop} {
 		for _, left := range []int32{0, p.maxLeft} {
 			for _, f := range []bool{false, true} {
 				if !f || p.flip {
-					ps = append(ps, Params{Top: top, Left: left, Flip: f})
+					ps = append(ps, sample.Params{Top: top, Left: left, Flip: f})
 				}
 			}
 		}
@@ -72,8 +74,8 @@ func TestApplyMatchesReference(t *testing.T) {
 	checked, failed := 0, 0
 	for _, hw := range sizes {
 		for _, c := range []int{1, 3} {
-			for _, inL := range []Layout{HWC, CHW} {
-				in := Spec{H: hw[0], W: hw[1], C: c, DType: U8, Layout: inL}
+			for _, inL := range []sample.Layout{sample.HWC, sample.CHW} {
+				in := Spec{H: hw[0], W: hw[1], C: c, DType: sample.U8, Layout: inL}
 				src := make([]byte, in.Bytes())
 				for i := range src {
 					src[i] = uint8(r.Uint32())
@@ -81,8 +83,8 @@ func TestApplyMatchesReference(t *testing.T) {
 				for _, pad := range []int{0, 1, 4, 11} {
 					maxSize := min(in.H, in.W) + 2*pad
 					for _, size := range uniq(1, min(in.H, in.W), maxSize, 1+r.IntN(maxSize)) {
-						for _, dt := range []DType{U8, F32, F16, BF16} {
-							for _, outL := range []Layout{HWC, CHW} {
+						for _, dt := range []sample.DType{sample.U8, sample.F32, sample.F16, sample.BF16} {
+							for _, outL := range []sample.Layout{sample.HWC, sample.CHW} {
 								for _, ops := range chains(r, c, size, pad, dt, outL) {
 									n, bad := checkAgainstReference(t, in, src, ops)
 									checked += n
@@ -158,9 +160,9 @@ func show(b []byte, s Spec) string {
 	var out []string
 	for i := 0; i < s.Elems() && i < 24; i++ {
 		switch s.DType {
-		case U8:
+		case sample.U8:
 			out = append(out, fmt.Sprint(b[i]))
-		case F32:
+		case sample.F32:
 			out = append(out, fmt.Sprint(math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))))
 		default:
 			out = append(out, fmt.Sprintf("%#04x", binary.LittleEndian.Uint16(b[2*i:])))
@@ -173,7 +175,7 @@ func show(b []byte, s Spec) string {
 // torchvision's Normalize(ToTensor(x)), computed here step by step in
 // float32, for every pixel value in every channel.
 func TestTorchvisionValues(t *testing.T) {
-	in := Spec{H: 16, W: 16, C: 3, DType: U8, Layout: HWC}
+	in := Spec{H: 16, W: 16, C: 3, DType: sample.U8, Layout: sample.HWC}
 	p, err := NewPipeline(in, RandomCrop{Size: 16}, ToTensor{}, Normalize{Mean: CIFAR10Mean, Std: CIFAR10Std})
 	if err != nil {
 		t.Fatal(err)
@@ -183,7 +185,7 @@ func TestTorchvisionValues(t *testing.T) {
 		src[i] = uint8(i) // every value appears in every channel
 	}
 	dst := make([]byte, p.Out().Bytes())
-	if err := p.Apply(dst, src, Params{}); err != nil {
+	if err := p.Apply(dst, src, sample.Params{}); err != nil {
 		t.Fatal(err)
 	}
 	for y := range in.H {
@@ -218,13 +220,13 @@ func TestHandValues(t *testing.T) {
 		{128, 0, 0x3d2f2140}, // (0.5019608 − 0.4914)/0.2470 = 0.042756319
 		{1, 2, 0xbfd88d5a},   // (0.003921569 − 0.4465)/0.2616 = −1.6918137
 	} {
-		p, err := NewPipeline(Spec{H: 1, W: 1, C: 3, DType: U8, Layout: CHW}, CIFARTrain(F32, CHW)[2:]...)
+		p, err := NewPipeline(Spec{H: 1, W: 1, C: 3, DType: sample.U8, Layout: sample.CHW}, CIFARTrain(sample.F32, sample.CHW)[2:]...)
 		if err != nil {
 			t.Fatal(err)
 		}
 		src := []byte{tc.v, tc.v, tc.v}
 		dst := make([]byte, 12)
-		if err := p.Apply(dst, src, Params{}); err != nil {
+		if err := p.Apply(dst, src, sample.Params{}); err != nil {
 			t.Fatal(err)
 		}
 		if got := binary.LittleEndian.Uint32(dst[4*tc.c:]); got != tc.want {
@@ -246,19 +248,19 @@ func TestFillAndFlipGeometry(t *testing.T) {
 	for _, tc := range []struct {
 		src  []byte
 		crop RandomCrop
-		prm  Params
+		prm  sample.Params
 		want []byte
 	}{
-		{[]byte{1, 2, 3}, RandomCrop{3, 1, []uint8{9}}, Params{Left: 0}, []byte{9, 9, 9, 9, 1, 2, 9, 9, 9}},
-		{[]byte{1, 2, 3}, RandomCrop{3, 1, []uint8{9}}, Params{Left: 2}, []byte{9, 9, 9, 2, 3, 9, 9, 9, 9}},
-		{[]byte{1, 2, 3}, RandomCrop{3, 1, []uint8{9}}, Params{Left: 2, Flip: true}, []byte{9, 9, 9, 9, 3, 2, 9, 9, 9}},
-		{[]byte{1, 2, 3}, RandomCrop{3, 1, []uint8{9}}, Params{Left: 1, Flip: true}, []byte{9, 9, 9, 3, 2, 1, 9, 9, 9}},
-		{[]byte{1, 2, 3}, RandomCrop{1, 0, nil}, Params{Left: 2, Flip: true}, []byte{3}},
-		{[]byte{7}, RandomCrop{2, 3, []uint8{4}}, Params{Top: 0, Left: 5}, []byte{4, 4, 4, 4}},
-		{[]byte{7}, RandomCrop{2, 3, []uint8{4}}, Params{Top: 2, Left: 3, Flip: true}, []byte{4, 4, 4, 7}},
-		{[]byte{7}, RandomCrop{2, 3, []uint8{4}}, Params{Top: 3, Left: 2}, []byte{4, 7, 4, 4}},
+		{[]byte{1, 2, 3}, RandomCrop{3, 1, []uint8{9}}, sample.Params{Left: 0}, []byte{9, 9, 9, 9, 1, 2, 9, 9, 9}},
+		{[]byte{1, 2, 3}, RandomCrop{3, 1, []uint8{9}}, sample.Params{Left: 2}, []byte{9, 9, 9, 2, 3, 9, 9, 9, 9}},
+		{[]byte{1, 2, 3}, RandomCrop{3, 1, []uint8{9}}, sample.Params{Left: 2, Flip: true}, []byte{9, 9, 9, 9, 3, 2, 9, 9, 9}},
+		{[]byte{1, 2, 3}, RandomCrop{3, 1, []uint8{9}}, sample.Params{Left: 1, Flip: true}, []byte{9, 9, 9, 3, 2, 1, 9, 9, 9}},
+		{[]byte{1, 2, 3}, RandomCrop{1, 0, nil}, sample.Params{Left: 2, Flip: true}, []byte{3}},
+		{[]byte{7}, RandomCrop{2, 3, []uint8{4}}, sample.Params{Top: 0, Left: 5}, []byte{4, 4, 4, 4}},
+		{[]byte{7}, RandomCrop{2, 3, []uint8{4}}, sample.Params{Top: 2, Left: 3, Flip: true}, []byte{4, 4, 4, 7}},
+		{[]byte{7}, RandomCrop{2, 3, []uint8{4}}, sample.Params{Top: 3, Left: 2}, []byte{4, 7, 4, 4}},
 	} {
-		in := Spec{H: 1, W: len(tc.src), C: 1, DType: U8, Layout: HWC}
+		in := Spec{H: 1, W: len(tc.src), C: 1, DType: sample.U8, Layout: sample.HWC}
 		p, err := NewPipeline(in, tc.crop, RandomHorizontalFlip{P: 0.5})
 		if err != nil {
 			t.Fatal(err)
@@ -275,10 +277,10 @@ func TestFillAndFlipGeometry(t *testing.T) {
 
 // TestApplyAllocatesNothing covers every loop nest.
 func TestApplyAllocatesNothing(t *testing.T) {
-	for _, inL := range []Layout{HWC, CHW} {
-		for _, dt := range []DType{U8, F32, F16, BF16} {
-			for _, outL := range []Layout{HWC, CHW} {
-				in := Spec{H: 32, W: 32, C: 3, DType: U8, Layout: inL}
+	for _, inL := range []sample.Layout{sample.HWC, sample.CHW} {
+		for _, dt := range []sample.DType{sample.U8, sample.F32, sample.F16, sample.BF16} {
+			for _, outL := range []sample.Layout{sample.HWC, sample.CHW} {
+				in := Spec{H: 32, W: 32, C: 3, DType: sample.U8, Layout: inL}
 				p, err := NewPipeline(in, CIFARTrain(dt, outL)...)
 				if err != nil {
 					t.Fatal(err)

@@ -5,6 +5,8 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/loaderd/loaderd/client/sample"
 )
 
 // CIFAR-10 per-channel statistics used by the usual torchvision recipes.
@@ -32,7 +34,7 @@ type RandomCrop struct {
 // OutSpec implements Op.
 func (o RandomCrop) OutSpec(in Spec) (Spec, error) {
 	switch {
-	case in.DType != U8:
+	case in.DType != sample.U8:
 		return in, fmt.Errorf("input is %s; crop pads with a pixel value, so it must come before totensor, normalize and float out", in.DType)
 	case o.Size <= 0:
 		return in, fmt.Errorf("size %d must be positive", o.Size)
@@ -96,10 +98,10 @@ type ToTensor struct{}
 
 // OutSpec implements Op.
 func (ToTensor) OutSpec(in Spec) (Spec, error) {
-	if in.DType != U8 {
+	if in.DType != sample.U8 {
 		return in, fmt.Errorf("input is already %s", in.DType)
 	}
-	in.DType, in.Layout = F32, CHW
+	in.DType, in.Layout = sample.F32, sample.CHW
 	return in, nil
 }
 
@@ -188,8 +190,8 @@ func join32(v []float32) string {
 // image implies ToTensor's x/255; U8 keeps raw pixel values and so cannot
 // follow ToTensor or Normalize.
 type Output struct {
-	DType  DType
-	Layout Layout
+	DType  sample.DType
+	Layout sample.Layout
 }
 
 // OutSpec implements Op.
@@ -197,10 +199,10 @@ func (o Output) OutSpec(in Spec) (Spec, error) {
 	if o.DType != 0 && o.DType.Size() == 0 {
 		return in, fmt.Errorf("unknown dtype %v", o.DType)
 	}
-	if o.Layout != 0 && o.Layout != HWC && o.Layout != CHW {
+	if o.Layout != 0 && o.Layout != sample.HWC && o.Layout != sample.CHW {
 		return in, fmt.Errorf("unknown layout %v", o.Layout)
 	}
-	if o.DType == U8 && in.DType.IsFloat() {
+	if o.DType == sample.U8 && in.DType.IsFloat() {
 		return in, fmt.Errorf("u8 output holds raw pixels, but the image is already %s (drop totensor/normalize)", in.DType)
 	}
 	if o.DType != 0 {
@@ -229,7 +231,7 @@ func (o Output) String() string {
 // RandomCrop(32, padding=4), RandomHorizontalFlip(0.5), and for a float
 // out ToTensor and Normalize(CIFAR10Mean, CIFAR10Std), stored as out in
 // layout. With out U8 the result is the raw cropped and flipped pixels.
-func CIFARTrain(out DType, layout Layout) []Op {
+func CIFARTrain(out sample.DType, layout sample.Layout) []Op {
 	ops := []Op{RandomCrop{Size: 32, Padding: 4}, RandomHorizontalFlip{P: 0.5}}
 	if out.IsFloat() {
 		ops = append(ops, ToTensor{}, Normalize{Mean: CIFAR10Mean, Std: CIFAR10Std})

@@ -8,6 +8,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+
+	"github.com/loaderd/loaderd/client/sample"
 )
 
 // torchvisionPython is the interpreter with Debian's torchvision 0.14.
@@ -44,11 +46,11 @@ func TestTorchvisionParity(t *testing.T) {
 	type goCase struct {
 		ops []Op
 		src []byte
-		prm Params
+		prm sample.Params
 	}
 	var cases []parityCase
 	var gos []goCase
-	add := func(h, w, c int, pc parityCase, ops []Op, prm Params) {
+	add := func(h, w, c int, pc parityCase, ops []Op, prm sample.Params) {
 		src := make([]byte, h*w*c)
 		// Smooth gradients plus noise: both the filter's averaging and
 		// its edges matter.
@@ -71,17 +73,17 @@ func TestTorchvisionParity(t *testing.T) {
 	sizes := [][2]int{{375, 500}, {500, 333}, {64, 64}, {97, 131}, {20, 30}, {300, 17}}
 	for _, hw := range sizes {
 		h, w := hw[0], hw[1]
-		add(h, w, 3, parityCase{Op: "resize", Size: 56}, []Op{Resize{Size: 56}}, Params{})
-		add(h, w, 3, parityCase{Op: "resize", Size: 80}, []Op{Resize{Size: 80}}, Params{}) // upscales the small ones
+		add(h, w, 3, parityCase{Op: "resize", Size: 56}, []Op{Resize{Size: 56}}, sample.Params{})
+		add(h, w, 3, parityCase{Op: "resize", Size: 80}, []Op{Resize{Size: 80}}, sample.Params{}) // upscales the small ones
 		add(h, w, 3, parityCase{Op: "resize_center", Size: 73, Crop: 64},
-			[]Op{Resize{Size: 73}, CenterCrop{Size: 64}}, Params{})
-		add(h, w, 1, parityCase{Op: "center_crop", Crop: 45}, []Op{CenterCrop{Size: 45}}, Params{}) // pads the small ones
+			[]Op{Resize{Size: 73}, CenterCrop{Size: 64}}, sample.Params{})
+		add(h, w, 1, parityCase{Op: "center_crop", Crop: 45}, []Op{CenterCrop{Size: 45}}, sample.Params{}) // pads the small ones
 		for range 3 {
 			bh, bw := 1+r.IntN(h), 1+r.IntN(w)
 			y, x := r.IntN(h-bh+1), r.IntN(w-bw+1)
 			box := [4]int{y, x, bh, bw}
 			add(h, w, 3, parityCase{Op: "resized_crop", Size: 48, Box: &box},
-				[]Op{RandomResizedCrop{Size: 48}}, Params{Box: Box{X: int32(x), Y: int32(y), W: int32(bw), H: int32(bh)}})
+				[]Op{RandomResizedCrop{Size: 48}}, sample.Params{Box: sample.Box{X: int32(x), Y: int32(y), W: int32(bw), H: int32(bh)}})
 		}
 	}
 	js, err := json.Marshal(cases)
@@ -98,7 +100,7 @@ func TestTorchvisionParity(t *testing.T) {
 	var sc Scratch
 	for i, pc := range cases {
 		g := gos[i]
-		p, err := NewPipeline(Spec{H: pc.H, W: pc.W, C: pc.C, DType: U8, Layout: HWC}, g.ops...)
+		p, err := NewPipeline(Spec{H: pc.H, W: pc.W, C: pc.C, DType: sample.U8, Layout: sample.HWC}, g.ops...)
 		if err != nil {
 			t.Fatalf("case %d %s: %v", i, pc.Op, err)
 		}

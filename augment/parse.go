@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/loaderd/loaderd/client/sample"
 )
 
 // ParseOps reads the compact text form of a chain of ops, used on command
@@ -203,9 +205,9 @@ func parseOutput(arg string) (Output, error) {
 		return o, fmt.Errorf("want out=DTYPE[:LAYOUT]")
 	}
 	for _, p := range parts {
-		if d, err := ParseDType(p); err == nil && o.DType == 0 {
+		if d, err := sample.ParseDType(p); err == nil && o.DType == 0 {
 			o.DType = d
-		} else if l, err := ParseLayout(p); err == nil && o.Layout == 0 {
+		} else if l, err := sample.ParseLayout(p); err == nil && o.Layout == 0 {
 			o.Layout = l
 		} else {
 			return o, fmt.Errorf("bad or repeated dtype/layout %q", p)

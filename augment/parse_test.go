@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/loaderd/loaderd/client/sample"
 )
 
 func TestParseOps(t *testing.T) {
@@ -14,22 +16,22 @@ func TestParseOps(t *testing.T) {
 		canon string // FormatOps of the result
 	}{
 		{"", nil, ""},
-		{"crop=32:4,flip=0.5,normalize=cifar10,out=f32:chw", CIFARTrain(F32, CHW), "crop=32:4,flip=0.5,normalize=cifar10,out=f32:chw"},
-		{"crop=32:4,flip=0.5,out=u8:hwc", CIFARTrain(U8, HWC), "crop=32:4,flip=0.5,out=u8:hwc"},
+		{"crop=32:4,flip=0.5,normalize=cifar10,out=f32:chw", CIFARTrain(sample.F32, sample.CHW), "crop=32:4,flip=0.5,normalize=cifar10,out=f32:chw"},
+		{"crop=32:4,flip=0.5,out=u8:hwc", CIFARTrain(sample.U8, sample.HWC), "crop=32:4,flip=0.5,out=u8:hwc"},
 		{" Crop = 32:4 , FLIP , ToTensor, normalize=CIFAR10, out=BF16:NHWC ",
-			[]Op{RandomCrop{Size: 32, Padding: 4}, RandomHorizontalFlip{P: 0.5}, ToTensor{}, Normalize{CIFAR10Mean, CIFAR10Std}, Output{BF16, HWC}},
+			[]Op{RandomCrop{Size: 32, Padding: 4}, RandomHorizontalFlip{P: 0.5}, ToTensor{}, Normalize{CIFAR10Mean, CIFAR10Std}, Output{sample.BF16, sample.HWC}},
 			"crop=32:4,flip=0.5,normalize=cifar10,out=bf16:hwc"},
 		{"crop=24", []Op{RandomCrop{Size: 24}}, "crop=24:0"},
 		{"crop=24:2:128", []Op{RandomCrop{Size: 24, Padding: 2, Fill: []uint8{128}}}, "crop=24:2:128"},
 		{"crop=24:2:1/2/255", []Op{RandomCrop{Size: 24, Padding: 2, Fill: []uint8{1, 2, 255}}}, "crop=24:2:1/2/255"},
 		{"flip=1", []Op{RandomHorizontalFlip{P: 1}}, "flip=1"},
 		{"totensor", []Op{ToTensor{}}, "totensor"},
-		{"out=f16,normalize=imagenet", []Op{Output{DType: F16}, Normalize{ImageNetMean, ImageNetStd}}, "out=f16,normalize=imagenet"},
+		{"out=f16,normalize=imagenet", []Op{Output{DType: sample.F16}, Normalize{ImageNetMean, ImageNetStd}}, "out=f16,normalize=imagenet"},
 		{"normalize=0.5:0.25", []Op{ToTensor{}, Normalize{[]float32{0.5}, []float32{0.25}}}, "normalize=0.5:0.25"},
 		{"totensor,normalize=0.1/0.2/0.3:1/2/3", []Op{ToTensor{}, Normalize{[]float32{0.1, 0.2, 0.3}, []float32{1, 2, 3}}}, "normalize=0.1/0.2/0.3:1/2/3"},
-		{"out=chw", []Op{Output{Layout: CHW}}, "out=chw"},
-		{"out=hwc:f32", []Op{Output{DType: F32, Layout: HWC}}, "out=f32:hwc"},
-		{"out=u8,normalize=cifar10", []Op{Output{DType: U8}, ToTensor{}, Normalize{CIFAR10Mean, CIFAR10Std}}, "out=u8,normalize=cifar10"},
+		{"out=chw", []Op{Output{Layout: sample.CHW}}, "out=chw"},
+		{"out=hwc:f32", []Op{Output{DType: sample.F32, Layout: sample.HWC}}, "out=f32:hwc"},
+		{"out=u8,normalize=cifar10", []Op{Output{DType: sample.U8}, ToTensor{}, Normalize{CIFAR10Mean, CIFAR10Std}}, "out=u8,normalize=cifar10"},
 	} {
 		got, err := ParseOps(tc.in)
 		if err != nil {
@@ -52,11 +54,11 @@ func TestParseOps(t *testing.T) {
 // in Go, including a ToTensor that must stay explicit.
 func TestFormatRoundTrip(t *testing.T) {
 	for _, ops := range [][]Op{
-		CIFARTrain(F32, CHW), CIFARTrain(F16, HWC), CIFARTrain(BF16, CHW), CIFARTrain(U8, CHW),
+		CIFARTrain(sample.F32, sample.CHW), CIFARTrain(sample.F16, sample.HWC), CIFARTrain(sample.BF16, sample.CHW), CIFARTrain(sample.U8, sample.CHW),
 		{ToTensor{}},
-		{ToTensor{}, Output{Layout: HWC}, Normalize{[]float32{0.1}, []float32{3}}},
-		{RandomHorizontalFlip{P: 0.25}, RandomCrop{Size: 7, Padding: 3, Fill: []uint8{0, 1, 2}}, Output{DType: F32}, Normalize{[]float32{1.0 / 3}, []float32{1e-7}}},
-		{Output{DType: F32}, Output{DType: U8}, ToTensor{}, Normalize{CIFAR10Mean, CIFAR10Std}},
+		{ToTensor{}, Output{Layout: sample.HWC}, Normalize{[]float32{0.1}, []float32{3}}},
+		{RandomHorizontalFlip{P: 0.25}, RandomCrop{Size: 7, Padding: 3, Fill: []uint8{0, 1, 2}}, Output{DType: sample.F32}, Normalize{[]float32{1.0 / 3}, []float32{1e-7}}},
+		{Output{DType: sample.F32}, Output{DType: sample.U8}, ToTensor{}, Normalize{CIFAR10Mean, CIFAR10Std}},
 	} {
 		s := FormatOps(ops)
 		got, err := ParseOps(s)

@@ -3,6 +3,8 @@ package augment
 import (
 	"fmt"
 	"unsafe"
+
+	"github.com/loaderd/loaderd/client/sample"
 )
 
 // Op is one declared step of a pipeline. OutSpec folds the op's effect on
@@ -12,18 +14,6 @@ import (
 type Op interface {
 	OutSpec(in Spec) (Spec, error)
 	String() string
-}
-
-// Params are the random choices for one sample: where the crop window
-// starts in the padded image, and whether the result is mirrored. They refer
-// to the ops in declared order: with a flip declared before the crop, Left
-// is measured in the mirrored padded image. Box is the region of the input
-// image that a chain opening with geometric ops resamples (see DrawSized);
-// it is zero for other chains.
-type Params struct {
-	Top, Left int32
-	Flip      bool
-	Box       Box
 }
 
 // Pipeline is a folded, fused chain of ops. It is immutable after
@@ -79,7 +69,7 @@ func NewPipeline(in Spec, ops ...Op) (*Pipeline, error) {
 	if err := in.Validate(); err != nil {
 		return nil, kindError{err, ErrInvalidSpec}
 	}
-	if in.DType != U8 {
+	if in.DType != sample.U8 {
 		return nil, errorf(ErrInvalidSpec, "augment: input %v must be u8", in)
 	}
 	if in.H > maxSide || in.W > maxSide {
@@ -185,11 +175,11 @@ func (p *Pipeline) String() string { return FormatOps(p.ops) }
 //
 // For a chain opening with geometric ops Draw is DrawSized at In()'s size;
 // on a variable-size pipeline it leaves Box zero.
-func (p *Pipeline) Draw(seed uint64, epoch, index int64) Params {
+func (p *Pipeline) Draw(seed uint64, epoch, index int64) sample.Params {
 	if p.sized != nil {
 		return p.DrawSized(seed, epoch, index, p.in.H, p.in.W)
 	}
-	var prm Params
+	var prm sample.Params
 	key := drawKey(seed, epoch, index)
 	if p.crop {
 		prm.Top = int32(uniform(key, streamTop, uint64(p.maxTop)+1))
@@ -202,7 +192,7 @@ func (p *Pipeline) Draw(seed uint64, epoch, index int64) Params {
 }
 
 // geom works out the segments of one call and checks prm.
-func (p *Pipeline) geom(prm Params) (geom, error) {
+func (p *Pipeline) geom(prm sample.Params) (geom, error) {
 	if prm.Top < 0 || prm.Top > p.maxTop || prm.Left < 0 || prm.Left > p.maxLeft || prm.Flip && !p.flip {
 		flip := "no flip"
 		if p.flip {
@@ -248,7 +238,7 @@ func clamp(v, hi int) int { return min(max(v, 0), hi) }
 // page-aligned slot at offsets that are multiples of Out().Bytes(), is);
 // another dst is written correctly but more slowly. Apply allocates nothing
 // and is safe for concurrent use with distinct dst.
-func (p *Pipeline) Apply(dst, src []byte, prm Params) error {
+func (p *Pipeline) Apply(dst, src []byte, prm sample.Params) error {
 	if p.sized != nil {
 		return p.applyFixed(dst, src, prm)
 	}

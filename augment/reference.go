@@ -3,6 +3,8 @@ package augment
 import (
 	"encoding/binary"
 	"math"
+
+	"github.com/loaderd/loaderd/client/sample"
 )
 
 // The oracle: each op as its own obvious function over a simple image type,
@@ -24,8 +26,8 @@ func (m image[T]) at(y, x, c int) T     { return m.Pix[(y*m.W+x)*m.C+c] }
 func (m image[T]) set(y, x, c int, v T) { m.Pix[(y*m.W+x)*m.C+c] = v }
 
 // offset is where channel c of pixel (y, x) lies in a buffer of layout l.
-func offset(l Layout, h, w, c, y, x, k int) int {
-	if l == CHW {
+func offset(l sample.Layout, h, w, c, y, x, k int) int {
+	if l == sample.CHW {
 		return (k*h+y)*w + x
 	}
 	return (y*w+x)*c + k
@@ -106,14 +108,14 @@ func normalizeImage(m image[float32], o Normalize) image[float32] {
 }
 
 // convert is one element's bytes in dtype d, little-endian.
-func convert(dst []byte, d DType, v float32) {
+func convert(dst []byte, d sample.DType, v float32) {
 	switch d {
-	case F32:
+	case sample.F32:
 		binary.LittleEndian.PutUint32(dst, math.Float32bits(v))
-	case F16:
-		binary.LittleEndian.PutUint16(dst, Float16(v))
-	case BF16:
-		binary.LittleEndian.PutUint16(dst, BFloat16(v))
+	case sample.F16:
+		binary.LittleEndian.PutUint16(dst, sample.Float16(v))
+	case sample.BF16:
+		binary.LittleEndian.PutUint16(dst, sample.BFloat16(v))
 	}
 }
 
@@ -139,7 +141,7 @@ func encodeImage[T uint8 | float32](dst []byte, m image[T], s Spec) {
 // per op in declared order: decode the layout, pad, crop, flip, scale,
 // normalise, convert, transpose. It is the test oracle for the fused kernel
 // and allocates freely; use Apply for work.
-func (p *Pipeline) Reference(dst, src []byte, prm Params) error {
+func (p *Pipeline) Reference(dst, src []byte, prm sample.Params) error {
 	if p.sized != nil {
 		// The resampler is its own oracle's subject (the parity test
 		// against Pillow); the rest of the chain is checked here.

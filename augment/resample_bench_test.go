@@ -1,11 +1,15 @@
 package augment
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/loaderd/loaderd/client/sample"
+)
 
 // BenchmarkResampleRRC is the geometric stage of random_resized_crop=224
 // on a 450×400 box of a 500×450 image (a typical ImageNet draw).
 func BenchmarkResampleRRC(b *testing.B) {
-	p, err := NewPipeline(Spec{C: 3, DType: U8, Layout: HWC}, RandomResizedCrop{Size: 224})
+	p, err := NewPipeline(Spec{C: 3, DType: sample.U8, Layout: sample.HWC}, RandomResizedCrop{Size: 224})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -16,7 +20,7 @@ func BenchmarkResampleRRC(b *testing.B) {
 	}
 	dst := make([]byte, p.Out().Bytes())
 	var sc Scratch
-	prm := Params{Box: Box{X: 20, Y: 30, W: 450, H: 400}}
+	prm := sample.Params{Box: sample.Box{X: 20, Y: 30, W: 450, H: 400}}
 	for b.Loop() {
 		if err := p.ApplySized(dst, src, h, w, prm, &sc); err != nil {
 			b.Fatal(err)
@@ -32,7 +36,7 @@ func BenchmarkResampleRRCImageNet(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	p, err := NewPipeline(Spec{C: 3, DType: U8, Layout: HWC}, ops...)
+	p, err := NewPipeline(Spec{C: 3, DType: sample.U8, Layout: sample.HWC}, ops...)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -43,7 +47,7 @@ func BenchmarkResampleRRCImageNet(b *testing.B) {
 	}
 	dst := make([]byte, p.Out().Bytes())
 	var sc Scratch
-	prm := Params{Box: Box{X: 20, Y: 30, W: 450, H: 400}}
+	prm := sample.Params{Box: sample.Box{X: 20, Y: 30, W: 450, H: 400}}
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
 		prm.Flip = i%2 == 1

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/loaderd/loaderd/client/sample"
 )
 
 // TestResampleSIMDMatchesGo holds the assembly passes to the Go ones
@@ -35,7 +37,7 @@ func TestResampleSIMDMatchesGo(t *testing.T) {
 			src[j] = byte(r.Uint32())
 		}
 		var ops []Op
-		var prm Params
+		var prm sample.Params
 		rrc := i%3 != 2
 		switch i % 3 {
 		case 0, 1:
@@ -46,11 +48,11 @@ func TestResampleSIMDMatchesGo(t *testing.T) {
 			if i%4 == 0 { // the bottom right corner
 				y, x = h-bh, w-bw
 			}
-			prm.Box = Box{X: int32(x), Y: int32(y), W: int32(bw), H: int32(bh)}
+			prm.Box = sample.Box{X: int32(x), Y: int32(y), W: int32(bw), H: int32(bh)}
 		case 2:
 			ops = []Op{Resize{Size: 1 + r.IntN(300)}, CenterCrop{Size: 1 + r.IntN(300)}}
 		}
-		p, err := NewPipeline(Spec{C: c, DType: U8, Layout: HWC}, ops...)
+		p, err := NewPipeline(Spec{C: c, DType: sample.U8, Layout: sample.HWC}, ops...)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -5,11 +5,13 @@ import (
 	"math/bits"
 	"sync"
 	"testing"
+
+	"github.com/loaderd/loaderd/client/sample"
 )
 
 func cifarPipeline(t testing.TB) *Pipeline {
 	t.Helper()
-	p, err := NewPipeline(Spec{H: 32, W: 32, C: 3, DType: U8, Layout: CHW}, CIFARTrain(F32, CHW)...)
+	p, err := NewPipeline(Spec{H: 32, W: 32, C: 3, DType: sample.U8, Layout: sample.CHW}, CIFARTrain(sample.F32, sample.CHW)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -19,7 +21,7 @@ func cifarPipeline(t testing.TB) *Pipeline {
 func TestDrawDeterministic(t *testing.T) {
 	p := cifarPipeline(t)
 	q := cifarPipeline(t) // a second pipeline: no state is shared or kept
-	want := make([]Params, 1000)
+	want := make([]sample.Params, 1000)
 	for i := range want {
 		want[i] = p.Draw(42, 3, int64(i))
 	}
@@ -52,16 +54,16 @@ func TestDrawKeys(t *testing.T) {
 	const n = 1000
 	for _, tc := range []struct {
 		name   string
-		a, b   func(i int64) Params
+		a, b   func(i int64) sample.Params
 		ka, kb func(i int64) uint64
 	}{
-		{"seed", func(i int64) Params { return p.Draw(1, 0, i) }, func(i int64) Params { return p.Draw(2, 0, i) },
+		{"seed", func(i int64) sample.Params { return p.Draw(1, 0, i) }, func(i int64) sample.Params { return p.Draw(2, 0, i) },
 			func(i int64) uint64 { return drawKey(1, 0, i) }, func(i int64) uint64 { return drawKey(2, 0, i) }},
-		{"epoch", func(i int64) Params { return p.Draw(1, 0, i) }, func(i int64) Params { return p.Draw(1, 1, i) },
+		{"epoch", func(i int64) sample.Params { return p.Draw(1, 0, i) }, func(i int64) sample.Params { return p.Draw(1, 1, i) },
 			func(i int64) uint64 { return drawKey(1, 0, i) }, func(i int64) uint64 { return drawKey(1, 1, i) }},
-		{"index", func(i int64) Params { return p.Draw(1, 0, i) }, func(i int64) Params { return p.Draw(1, 0, i+1) },
+		{"index", func(i int64) sample.Params { return p.Draw(1, 0, i) }, func(i int64) sample.Params { return p.Draw(1, 0, i+1) },
 			func(i int64) uint64 { return drawKey(1, 0, i) }, func(i int64) uint64 { return drawKey(1, 0, i+1) }},
-		{"index vs epoch", func(i int64) Params { return p.Draw(1, 1, i) }, func(i int64) Params { return p.Draw(1, i, 1) },
+		{"index vs epoch", func(i int64) sample.Params { return p.Draw(1, 1, i) }, func(i int64) sample.Params { return p.Draw(1, i, 1) },
 			func(i int64) uint64 { return drawKey(1, 1, i) }, func(i int64) uint64 { return drawKey(1, i, 1) }},
 	} {
 		same := 0
@@ -154,13 +156,13 @@ func TestUniformUnbiased(t *testing.T) {
 }
 
 func TestDrawWithoutOps(t *testing.T) {
-	in := Spec{H: 8, W: 8, C: 1, DType: U8, Layout: HWC}
+	in := Spec{H: 8, W: 8, C: 1, DType: sample.U8, Layout: sample.HWC}
 	p, err := NewPipeline(in, ToTensor{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i := range int64(100) {
-		if prm := p.Draw(1, 1, i); prm != (Params{}) {
+		if prm := p.Draw(1, 1, i); prm != (sample.Params{}) {
 			t.Fatalf("no crop, no flip: got %+v", prm)
 		}
 	}
@@ -169,7 +171,7 @@ func TestDrawWithoutOps(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range int64(100) {
-		if prm := p.Draw(1, 1, i); prm != (Params{Flip: true}) {
+		if prm := p.Draw(1, 1, i); prm != (sample.Params{Flip: true}) {
 			t.Fatalf("flip p=1 and no crop: got %+v", prm)
 		}
 	}

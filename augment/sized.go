@@ -3,6 +3,8 @@ package augment
 import (
 	"math"
 	"sync"
+
+	"github.com/loaderd/loaderd/client/sample"
 )
 
 // A chain that opens with geometric ops (Resize, CenterCrop,
@@ -59,7 +61,7 @@ func newSized(in Spec, ops []Op, n int) (*Pipeline, error) {
 	if err := check.Validate(); err != nil {
 		return nil, kindError{err, ErrInvalidSpec}
 	}
-	if in.DType != U8 || in.Layout != HWC {
+	if in.DType != sample.U8 || in.Layout != sample.HWC {
 		return nil, errorf(ErrInvalidSpec, "augment: input %v must be u8 hwc for resize and crop ops", in)
 	}
 	if in.H > maxSide || in.W > maxSide {
@@ -131,7 +133,7 @@ func (p *Pipeline) Resamples() bool { return p.sized != nil }
 // h, w). Params.Box reports the region resampled (the drawn box; the whole
 // image for resize; for center_crop alone its window). On a pipeline
 // without geometric ops it is Draw.
-func (p *Pipeline) DrawSized(seed uint64, epoch, index int64, h, w int) Params {
+func (p *Pipeline) DrawSized(seed uint64, epoch, index int64, h, w int) sample.Params {
 	s := p.sized
 	if s == nil {
 		return p.Draw(seed, epoch, index)
@@ -140,7 +142,7 @@ func (p *Pipeline) DrawSized(seed uint64, epoch, index int64, h, w int) Params {
 	if h <= 0 || w <= 0 {
 		return prm
 	}
-	var box Box
+	var box sample.Box
 	if s.geo.rrc {
 		box = s.geo.draw(drawKey(seed, epoch, index), h, w)
 	}
@@ -158,7 +160,7 @@ func (p *Pipeline) DrawSized(seed uint64, epoch, index int64, h, w int) Params {
 // (their geometry follows from h and w). ApplySized allocates nothing once
 // scratch has served images of the dataset's sizes. On a pipeline without
 // geometric ops it is Apply (h and w must match In()).
-func (p *Pipeline) ApplySized(dst, src []byte, h, w int, prm Params, scratch *Scratch) error {
+func (p *Pipeline) ApplySized(dst, src []byte, h, w int, prm sample.Params, scratch *Scratch) error {
 	s := p.sized
 	if s == nil {
 		if h != p.in.H || w != p.in.W {
@@ -188,7 +190,7 @@ func (p *Pipeline) ApplySized(dst, src []byte, h, w int, prm Params, scratch *Sc
 
 // applyFixed is Apply for a resampling pipeline over a fixed-size input:
 // the scratch comes from a pool, so steady state allocates nothing.
-func (p *Pipeline) applyFixed(dst, src []byte, prm Params) error {
+func (p *Pipeline) applyFixed(dst, src []byte, prm sample.Params) error {
 	if p.Variable() {
 		return errorf(ErrInvalidSpec, "augment: a variable-size pipeline needs ApplySized")
 	}
@@ -207,7 +209,7 @@ func (p *Pipeline) applyFixed(dst, src []byte, prm Params) error {
 // decoding at 1/d and resampling (ApplyScaled) only drops detail the
 // resize would have averaged away. A chain without a resize (center_crop
 // alone) copies pixels and always gets 1.
-func (p *Pipeline) Scale(h, w int, prm Params) int {
+func (p *Pipeline) Scale(h, w int, prm sample.Params) int {
 	s := p.sized
 	if s == nil || (!s.geo.rrc && s.geo.resize == 0) || h <= 0 || w <= 0 {
 		return 1
@@ -235,7 +237,7 @@ func ScaledSize(h, w, d int) (int, int) { return (h + d - 1) / d, (w + d - 1) / 
 // (Pillow's resize with box=), so the geometry is the full decode's; the
 // values differ from full decode + resize by what the scaled IDCT drops
 // (see the package documentation). d = 1 is ApplySized.
-func (p *Pipeline) ApplyScaled(dst, src []byte, h, w, d int, prm Params, scratch *Scratch) error {
+func (p *Pipeline) ApplyScaled(dst, src []byte, h, w, d int, prm sample.Params, scratch *Scratch) error {
 	if d == 1 {
 		return p.ApplySized(dst, src, h, w, prm, scratch)
 	}
@@ -266,11 +268,11 @@ func (p *Pipeline) ApplyScaled(dst, src []byte, h, w, d int, prm Params, scratch
 // prm.Box, and true; other pipelines read whole images (false). A source
 // may decode only that region (loader.Cropper) and hand it to
 // ApplyCropped.
-func (p *Pipeline) CropBox(prm Params) (Box, bool) {
+func (p *Pipeline) CropBox(prm sample.Params) (sample.Box, bool) {
 	if s := p.sized; s != nil && s.geo.rrc && prm.Box.W > 0 && prm.Box.H > 0 {
 		return prm.Box, true
 	}
-	return Box{}, false
+	return sample.Box{}, false
 }
 
 // ApplyCropped is ApplySized for a random resized crop given only the
@@ -278,7 +280,7 @@ func (p *Pipeline) CropBox(prm Params) (Box, bool) {
 // bytes, HWC), as a decoder that decodes just the crop returns. The
 // output is ApplySized's on the whole image, byte for byte: the
 // resampler reads nothing outside the box.
-func (p *Pipeline) ApplyCropped(dst, src []byte, h, w int, prm Params, scratch *Scratch) error {
+func (p *Pipeline) ApplyCropped(dst, src []byte, h, w int, prm sample.Params, scratch *Scratch) error {
 	box, ok := p.CropBox(prm)
 	if !ok {
 		return errorf(ErrParams, "augment: %s takes whole images, not a crop", p)

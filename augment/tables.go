@@ -3,6 +3,8 @@ package augment
 import (
 	"math"
 	"unsafe"
+
+	"github.com/loaderd/loaderd/client/sample"
 )
 
 // The kernel's tables: every value op is per channel and per pixel, so the
@@ -32,24 +34,24 @@ func value(vals []Op, c int, v uint8) float32 {
 func (p *Pipeline) buildTables(vals []Op, fill *[3]uint8) {
 	le := isLittleEndian()
 	switch p.out.DType {
-	case U8:
+	case sample.U8:
 		p.lut8 = new([3][256]uint8)
-	case F16, BF16:
+	case sample.F16, sample.BF16:
 		p.lut16 = new([3][256]uint16)
-	case F32:
+	case sample.F32:
 		p.lut32 = new([3][256]uint32)
 	}
 	for c := range p.out.C {
 		for v := range 256 {
 			x := value(vals, c, uint8(v))
 			switch p.out.DType {
-			case U8:
+			case sample.U8:
 				p.lut8[c][v] = uint8(v) // no value op can apply (checked by Output)
-			case F16:
-				p.lut16[c][v] = swap16(Float16(x), le)
-			case BF16:
-				p.lut16[c][v] = swap16(BFloat16(x), le)
-			case F32:
+			case sample.F16:
+				p.lut16[c][v] = swap16(sample.Float16(x), le)
+			case sample.BF16:
+				p.lut16[c][v] = swap16(sample.BFloat16(x), le)
+			case sample.F32:
 				p.lut32[c][v] = swap32(math.Float32bits(x), le)
 			}
 		}

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/loaderd/loaderd/augment"
+	"github.com/loaderd/loaderd/client/sample"
 	"github.com/loaderd/loaderd/loader/imagedec"
 )
 
@@ -39,7 +39,7 @@ func BenchmarkDecode(b *testing.B) {
 	for _, dec := range []string{"turbo", "go"} {
 		b.Run("src=tar-jpeg/decoder="+dec+"/out=f32/workers=2", func(b *testing.B) {
 			needJPEGTar(b)
-			withCPU(b, func(b *testing.B) { benchPipeline(b, "tar:"+cifarJPEGTar+"?decoder="+dec, 2, augment.F32) })
+			withCPU(b, func(b *testing.B) { benchPipeline(b, "tar:"+cifarJPEGTar+"?decoder="+dec, 2, sample.F32) })
 		})
 	}
 }

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/loaderd/loaderd/augment"
 	"github.com/loaderd/loaderd/client"
+	"github.com/loaderd/loaderd/client/sample"
 	"github.com/loaderd/loaderd/internal/server"
 	"github.com/loaderd/loaderd/loader"
 )
@@ -18,7 +18,7 @@ import (
 // benchE2E measures batches crossing the process boundary: daemon and
 // client in one process here, talking gRPC over a real socket, sharing the
 // same 2 cores a co-located trainer would.
-func benchE2E(b *testing.B, network string, shm bool, out augment.DType, window int) {
+func benchE2E(b *testing.B, network string, shm bool, out sample.DType, window int) {
 	src, err := loader.Open("cifar:" + cifarData(b))
 	if err != nil {
 		b.Fatal(err)
@@ -84,12 +84,12 @@ func benchE2E(b *testing.B, network string, shm bool, out augment.DType, window 
 }
 
 func BenchmarkE2E(b *testing.B) {
-	b.Run("ceiling=inprocess/out=f32/workers=2", func(b *testing.B) { benchPipeline(b, "cifar", 2, augment.F32) })
-	b.Run("transport=shm/net=unix/out=f32", func(b *testing.B) { benchE2E(b, "unix", true, augment.F32, 0) })
+	b.Run("ceiling=inprocess/out=f32/workers=2", func(b *testing.B) { benchPipeline(b, "cifar", 2, sample.F32) })
+	b.Run("transport=shm/net=unix/out=f32", func(b *testing.B) { benchE2E(b, "unix", true, sample.F32, 0) })
 	// The client's default window is 8; 4 shows why.
-	b.Run("transport=shm/net=unix/out=f32/window=4", func(b *testing.B) { benchE2E(b, "unix", true, augment.F32, 4) })
-	b.Run("transport=shm/net=unix/out=u8", func(b *testing.B) { benchE2E(b, "unix", true, augment.U8, 0) })
-	b.Run("transport=inline/net=tcp/out=f32", func(b *testing.B) { benchE2E(b, "tcp", false, augment.F32, 0) })
-	b.Run("transport=inline/net=unix/out=f32", func(b *testing.B) { benchE2E(b, "unix", false, augment.F32, 0) })
-	b.Run("transport=inline/net=tcp/out=u8", func(b *testing.B) { benchE2E(b, "tcp", false, augment.U8, 0) })
+	b.Run("transport=shm/net=unix/out=f32/window=4", func(b *testing.B) { benchE2E(b, "unix", true, sample.F32, 4) })
+	b.Run("transport=shm/net=unix/out=u8", func(b *testing.B) { benchE2E(b, "unix", true, sample.U8, 0) })
+	b.Run("transport=inline/net=tcp/out=f32", func(b *testing.B) { benchE2E(b, "tcp", false, sample.F32, 0) })
+	b.Run("transport=inline/net=unix/out=f32", func(b *testing.B) { benchE2E(b, "unix", false, sample.F32, 0) })
+	b.Run("transport=inline/net=tcp/out=u8", func(b *testing.B) { benchE2E(b, "tcp", false, sample.U8, 0) })
 }

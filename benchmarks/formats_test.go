@@ -7,7 +7,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/loaderd/loaderd/augment"
+	"github.com/loaderd/loaderd/client/sample"
 	"github.com/loaderd/loaderd/internal/convert"
 	"github.com/loaderd/loaderd/internal/cputime"
 )
@@ -63,18 +63,18 @@ func needJPEGTar(b *testing.B) {
 //	go test ./benchmarks/ -run XXX -bench Formats -benchtime 3s
 func BenchmarkFormats(b *testing.B) {
 	b.Run("src=cifar/out=f32/workers=2", func(b *testing.B) {
-		withCPU(b, func(b *testing.B) { benchPipeline(b, "cifar", 2, augment.F32) })
+		withCPU(b, func(b *testing.B) { benchPipeline(b, "cifar", 2, sample.F32) })
 	})
 	b.Run("src=arrow/out=f32/workers=2", func(b *testing.B) {
 		dir := arrowData(b)
-		withCPU(b, func(b *testing.B) { benchPipeline(b, "arrow:"+dir, 2, augment.F32) })
+		withCPU(b, func(b *testing.B) { benchPipeline(b, "arrow:"+dir, 2, sample.F32) })
 	})
 	b.Run("src=tar-jpeg/out=f32/workers=2", func(b *testing.B) {
 		needJPEGTar(b)
-		withCPU(b, func(b *testing.B) { benchPipeline(b, "tar:"+cifarJPEGTar, 2, augment.F32) })
+		withCPU(b, func(b *testing.B) { benchPipeline(b, "tar:"+cifarJPEGTar, 2, sample.F32) })
 	})
 	b.Run("src=tar-jpeg/out=f32/workers=1", func(b *testing.B) {
 		needJPEGTar(b)
-		withCPU(b, func(b *testing.B) { benchPipeline(b, "tar:"+cifarJPEGTar, 1, augment.F32) })
+		withCPU(b, func(b *testing.B) { benchPipeline(b, "tar:"+cifarJPEGTar, 1, sample.F32) })
 	})
 }

@@ -5,11 +5,12 @@ import (
 	"testing"
 
 	"github.com/loaderd/loaderd/augment"
+	"github.com/loaderd/loaderd/client/sample"
 )
 
 // CIFAR-sized images: 32×32×3 u8 in, the classic train transform (crop 32
 // pad 4, flip 0.5, totensor + normalize for float outputs) out.
-var cifar = augment.Spec{H: 32, W: 32, C: 3, DType: augment.U8}
+var cifar = augment.Spec{H: 32, W: 32, C: 3, DType: sample.U8}
 
 // images is the number of distinct images cycled through: one batch, so
 // the output streams through a batch-sized buffer as it does into a slot
@@ -19,7 +20,7 @@ const images = 256
 // benchKernel measures Pipeline.Apply on one goroutine, with params drawn
 // ahead of time so only the kernel is timed. Outputs without a layout in
 // their name are CHW.
-func benchKernel(b *testing.B, in augment.Layout, out augment.DType, outLayout augment.Layout) {
+func benchKernel(b *testing.B, in sample.Layout, out sample.DType, outLayout sample.Layout) {
 	spec := cifar
 	spec.Layout = in
 	p, err := augment.NewPipeline(spec, augment.CIFARTrain(out, outLayout)...)
@@ -31,7 +32,7 @@ func benchKernel(b *testing.B, in augment.Layout, out augment.DType, outLayout a
 	for i := range src {
 		src[i] = byte(r.Uint32())
 	}
-	prm := make([]augment.Params, images)
+	prm := make([]sample.Params, images)
 	for i := range prm {
 		prm[i] = p.Draw(7, 0, int64(i))
 	}
@@ -50,7 +51,7 @@ func benchKernel(b *testing.B, in augment.Layout, out augment.DType, outLayout a
 }
 
 // benchCopy is the ceiling: copying the same output bytes per image.
-func benchCopy(b *testing.B, out augment.DType) {
+func benchCopy(b *testing.B, out sample.DType) {
 	n := cifar.Elems() * out.Size()
 	src, dst := make([]byte, images*n), make([]byte, images*n)
 	b.SetBytes(int64(n))
@@ -64,17 +65,17 @@ func benchCopy(b *testing.B, out augment.DType) {
 }
 
 func BenchmarkKernel(b *testing.B) {
-	const hwc, chw = augment.HWC, augment.CHW
-	b.Run("in=chw/out=f32", func(b *testing.B) { benchKernel(b, chw, augment.F32, chw) })
-	b.Run("in=hwc/out=f32", func(b *testing.B) { benchKernel(b, hwc, augment.F32, chw) })
-	b.Run("in=chw/out=f32/layout=hwc", func(b *testing.B) { benchKernel(b, chw, augment.F32, hwc) })
-	b.Run("in=hwc/out=f32/layout=hwc", func(b *testing.B) { benchKernel(b, hwc, augment.F32, hwc) })
-	b.Run("in=chw/out=f16", func(b *testing.B) { benchKernel(b, chw, augment.F16, chw) })
-	b.Run("in=chw/out=bf16", func(b *testing.B) { benchKernel(b, chw, augment.BF16, chw) })
-	b.Run("in=hwc/out=bf16", func(b *testing.B) { benchKernel(b, hwc, augment.BF16, chw) })
-	b.Run("in=chw/out=u8", func(b *testing.B) { benchKernel(b, chw, augment.U8, chw) })
-	b.Run("in=hwc/out=u8/layout=hwc", func(b *testing.B) { benchKernel(b, hwc, augment.U8, hwc) })
-	b.Run("copy/out=f32", func(b *testing.B) { benchCopy(b, augment.F32) })
-	b.Run("copy/out=f16", func(b *testing.B) { benchCopy(b, augment.F16) })
-	b.Run("copy/out=u8", func(b *testing.B) { benchCopy(b, augment.U8) })
+	const hwc, chw = sample.HWC, sample.CHW
+	b.Run("in=chw/out=f32", func(b *testing.B) { benchKernel(b, chw, sample.F32, chw) })
+	b.Run("in=hwc/out=f32", func(b *testing.B) { benchKernel(b, hwc, sample.F32, chw) })
+	b.Run("in=chw/out=f32/layout=hwc", func(b *testing.B) { benchKernel(b, chw, sample.F32, hwc) })
+	b.Run("in=hwc/out=f32/layout=hwc", func(b *testing.B) { benchKernel(b, hwc, sample.F32, hwc) })
+	b.Run("in=chw/out=f16", func(b *testing.B) { benchKernel(b, chw, sample.F16, chw) })
+	b.Run("in=chw/out=bf16", func(b *testing.B) { benchKernel(b, chw, sample.BF16, chw) })
+	b.Run("in=hwc/out=bf16", func(b *testing.B) { benchKernel(b, hwc, sample.BF16, chw) })
+	b.Run("in=chw/out=u8", func(b *testing.B) { benchKernel(b, chw, sample.U8, chw) })
+	b.Run("in=hwc/out=u8/layout=hwc", func(b *testing.B) { benchKernel(b, hwc, sample.U8, hwc) })
+	b.Run("copy/out=f32", func(b *testing.B) { benchCopy(b, sample.F32) })
+	b.Run("copy/out=f16", func(b *testing.B) { benchCopy(b, sample.F16) })
+	b.Run("copy/out=u8", func(b *testing.B) { benchCopy(b, sample.U8) })
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/loaderd/loaderd/augment"
+	"github.com/loaderd/loaderd/client/sample"
 	"github.com/loaderd/loaderd/loader"
 	_ "github.com/loaderd/loaderd/loader/format/all" // the benchmarks open any FORMAT:PATH
 	"github.com/loaderd/loaderd/loader/format/synthetic"
@@ -65,7 +66,7 @@ func TestMain(m *testing.M) {
 
 // benchPipeline measures the whole data path: sampler → source → fused
 // augmentation → pinned batch slots, with the consumer releasing each batch.
-func benchPipeline(b *testing.B, spec string, workers int, out augment.DType) {
+func benchPipeline(b *testing.B, spec string, workers int, out sample.DType) {
 	if spec == "cifar" {
 		spec = "cifar:" + cifarData(b)
 	}
@@ -74,7 +75,7 @@ func benchPipeline(b *testing.B, spec string, workers int, out augment.DType) {
 		b.Fatal(err)
 	}
 	defer src.Close()
-	pipe, err := augment.NewPipeline(src.Spec(), augment.CIFARTrain(out, augment.CHW)...)
+	pipe, err := augment.NewPipeline(src.Spec(), augment.CIFARTrain(out, sample.CHW)...)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -109,7 +110,7 @@ func benchPipeline(b *testing.B, spec string, workers int, out augment.DType) {
 
 // benchCopyCeiling copies a batch's output bytes from memory already in
 // use: no data path can write its batches faster than this.
-func benchCopyCeiling(b *testing.B, out augment.DType) {
+func benchCopyCeiling(b *testing.B, out sample.DType) {
 	n := batchSize * 3072 * out.Size()
 	src, dst := make([]byte, n), make([]byte, n)
 	b.SetBytes(int64(n))
@@ -122,10 +123,10 @@ func benchCopyCeiling(b *testing.B, out augment.DType) {
 }
 
 func BenchmarkPipeline(b *testing.B) {
-	b.Run("ceiling=memcpy/out=f32", func(b *testing.B) { benchCopyCeiling(b, augment.F32) })
-	b.Run("src=cifar/out=f32/workers=1", func(b *testing.B) { benchPipeline(b, "cifar", 1, augment.F32) })
-	b.Run("src=cifar/out=f32/workers=2", func(b *testing.B) { benchPipeline(b, "cifar", 2, augment.F32) })
-	b.Run("src=cifar/out=u8/workers=2", func(b *testing.B) { benchPipeline(b, "cifar", 2, augment.U8) })
-	b.Run("src=cifar/out=bf16/workers=2", func(b *testing.B) { benchPipeline(b, "cifar", 2, augment.BF16) })
-	b.Run("src=synthetic/out=f32/workers=2", func(b *testing.B) { benchPipeline(b, "synthetic", 2, augment.F32) })
+	b.Run("ceiling=memcpy/out=f32", func(b *testing.B) { benchCopyCeiling(b, sample.F32) })
+	b.Run("src=cifar/out=f32/workers=1", func(b *testing.B) { benchPipeline(b, "cifar", 1, sample.F32) })
+	b.Run("src=cifar/out=f32/workers=2", func(b *testing.B) { benchPipeline(b, "cifar", 2, sample.F32) })
+	b.Run("src=cifar/out=u8/workers=2", func(b *testing.B) { benchPipeline(b, "cifar", 2, sample.U8) })
+	b.Run("src=cifar/out=bf16/workers=2", func(b *testing.B) { benchPipeline(b, "cifar", 2, sample.BF16) })
+	b.Run("src=synthetic/out=f32/workers=2", func(b *testing.B) { benchPipeline(b, "synthetic", 2, sample.F32) })
 }

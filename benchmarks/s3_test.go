@@ -20,6 +20,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/loaderd/loaderd/augment"
+	"github.com/loaderd/loaderd/client/sample"
 	"github.com/loaderd/loaderd/internal/convert"
 	"github.com/loaderd/loaderd/internal/cputime"
 	"github.com/loaderd/loaderd/loader"
@@ -159,7 +160,7 @@ func runEpochFirst(b *testing.B, spec string) (int64, time.Duration) {
 		b.Fatal(err)
 	}
 	defer src.Close()
-	pipe, err := augment.NewPipeline(src.Spec(), augment.CIFARTrain(augment.F32, augment.CHW)...)
+	pipe, err := augment.NewPipeline(src.Spec(), augment.CIFARTrain(sample.F32, sample.CHW)...)
 	if err != nil {
 		b.Fatal(err)
 	}

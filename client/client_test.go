@@ -15,8 +15,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/loaderd/loaderd/augment"
 	"github.com/loaderd/loaderd/client"
+	"github.com/loaderd/loaderd/client/sample"
 	"github.com/loaderd/loaderd/internal/server"
 	"github.com/loaderd/loaderd/internal/servertest"
 	"github.com/loaderd/loaderd/loader/format/synthetic"
@@ -65,8 +65,8 @@ func TestStream(t *testing.T) {
 			}
 			k := len(b.Indices)
 			if b.Seq != uint64(n) || b.Epoch != 1 || b.Index != n || len(b.Labels) != k || len(b.Params) != k ||
-				len(b.Data) != k*int(h.GetSampleBytes()) || b.DType != augment.DType(h.GetDtype()) ||
-				b.Layout != augment.Layout(h.GetLayout()) || len(b.Shape) != 4 || b.Shape[0] != k {
+				len(b.Data) != k*int(h.GetSampleBytes()) || b.DType != sample.DType(h.GetDtype()) ||
+				b.Layout != sample.Layout(h.GetLayout()) || len(b.Shape) != 4 || b.Shape[0] != k {
 				t.Fatalf("batch %d: seq %d epoch %d index %d, %d indices, %d labels, %d params, %d bytes, %v %v %v",
 					n, b.Seq, b.Epoch, b.Index, k, len(b.Labels), len(b.Params), len(b.Data), b.DType, b.Layout, b.Shape)
 			}

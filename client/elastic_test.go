@@ -14,22 +14,22 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/loaderd/loaderd/augment"
 	"github.com/loaderd/loaderd/client"
+	"github.com/loaderd/loaderd/client/sample"
 	pb "github.com/loaderd/loaderd/proto/loaderd/v1"
 	"github.com/loaderd/loaderd/sampler"
 )
 
-// sample is one delivered sample.
-type sample struct {
+// delivered is one delivered sample.
+type delivered struct {
 	label int32
-	prm   augment.Params
+	prm   sample.Params
 	data  []byte
 }
 
 // take reads up to max batches (0: to the end) from a fresh stream and
 // returns its samples by index and the position after the last batch.
-func take(t *testing.T, c *client.Client, cfg client.StreamConfig, max int, out *[]int64, by map[int64][]sample) (*client.Stream, sampler.Position) {
+func take(t *testing.T, c *client.Client, cfg client.StreamConfig, max int, out *[]int64, by map[int64][]delivered) (*client.Stream, sampler.Position) {
 	t.Helper()
 	ctx := context.Background()
 	s, err := c.Open(ctx, cfg)
@@ -52,7 +52,7 @@ func take(t *testing.T, c *client.Client, cfg client.StreamConfig, max int, out 
 		sz := len(b.Data) / len(b.Indices)
 		for k, i := range b.Indices {
 			*out = append(*out, i)
-			by[i] = append(by[i], sample{b.Labels[k], b.Params[k], bytes.Clone(b.Data[k*sz : (k+1)*sz])})
+			by[i] = append(by[i], delivered{b.Labels[k], b.Params[k], bytes.Clone(b.Data[k*sz : (k+1)*sz])})
 		}
 		after = s.After(b)
 		if err := b.Release(); err != nil {
@@ -74,7 +74,7 @@ func TestElasticResume(t *testing.T) {
 	base := client.StreamConfig{Dataset: "train", BatchSize: bs, Seed: 9, IncludeParams: true, Prefetch: 2,
 		Start: sampler.Position{Epoch: epoch}, Epochs: 1}
 	var all []int64
-	ref := map[int64][]sample{}
+	ref := map[int64][]delivered{}
 	one := base
 	one.BatchSize = 16
 	take(t, c, one, 0, &all, ref)
@@ -88,7 +88,7 @@ func TestElasticResume(t *testing.T) {
 		for _, k := range []int{1, int(per) / 2, int(per) - 1} {
 			t.Run(fmt.Sprintf("%d->%d/k=%d", w, w2, k), func(t *testing.T) {
 				var got []int64
-				by := map[int64][]sample{}
+				by := map[int64][]delivered{}
 				var g sampler.Position
 				for r := range w {
 					cfg := base

@@ -14,6 +14,7 @@ import (
 
 	"github.com/loaderd/loaderd/augment"
 	"github.com/loaderd/loaderd/client"
+	"github.com/loaderd/loaderd/client/sample"
 	"github.com/loaderd/loaderd/internal/server"
 	"github.com/loaderd/loaderd/internal/servertest"
 	"github.com/loaderd/loaderd/loader"
@@ -95,7 +96,7 @@ func TestResizedCropParams(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		boxes, flips := map[augment.Box]bool{}, 0
+		boxes, flips := map[sample.Box]bool{}, 0
 		for {
 			b, err := s.Next(context.Background())
 			if err == io.EOF {

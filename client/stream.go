@@ -14,7 +14,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/loaderd/loaderd/augment"
+	"github.com/loaderd/loaderd/client/sample"
 	"github.com/loaderd/loaderd/internal/wire"
 	"github.com/loaderd/loaderd/pinned"
 	pb "github.com/loaderd/loaderd/proto/loaderd/v1"
@@ -33,10 +33,10 @@ type StreamConfig struct {
 	// Start is the first batch; a Start.Offset resumes elastically (see
 	// docs/RESUME.md and Stream.Global).
 	Start         sampler.Position
-	Epochs        int64         // epochs to receive, counting Start.Epoch; 0 is endless
-	Augment       string        // augmentation spec; empty is the dataset's default
-	DType         augment.DType // 0 keeps the spec's
-	Layout        augment.Layout
+	Epochs        int64        // epochs to receive, counting Start.Epoch; 0 is endless
+	Augment       string       // augmentation spec; empty is the dataset's default
+	DType         sample.DType // 0 keeps the spec's
+	Layout        sample.Layout
 	SharedMemory  bool // receive views of the daemon's shared memory (same host only)
 	Prefetch      int  // batches received ahead of the caller (the ring); default DefaultPrefetch
 	IncludeParams bool // receive each sample's crop and flip
@@ -61,9 +61,9 @@ type Batch struct {
 	Offset  int64 // the epoch's elastic-resume offset (sampler.Position.Offset); 0 but in a resumed start epoch
 	Indices []int64
 	Labels  []int32
-	Params  []augment.Params
-	DType   augment.DType
-	Layout  augment.Layout
+	Params  []sample.Params
+	DType   sample.DType
+	Layout  sample.Layout
 	Shape   []int // N then one sample's dimensions in layout order
 	Data    []byte
 
@@ -363,7 +363,7 @@ func (s *Stream) accept(b *Batch) error {
 		return fmt.Errorf("client: batch %d carries no tensor", w.Seq)
 	}
 	b.Epoch, b.Index, b.Indices, b.Labels = w.Epoch, w.Index, w.Indices, w.Labels
-	b.DType, b.Layout = augment.DType(w.DType), augment.Layout(w.Layout)
+	b.DType, b.Layout = sample.DType(w.DType), sample.Layout(w.Layout)
 	b.Shape = b.Shape[:0]
 	for _, d := range w.Shape {
 		b.Shape = append(b.Shape, int(d))
@@ -372,12 +372,12 @@ func (s *Stream) accept(b *Batch) error {
 	p := &w.Params
 	if len(p.Height) == 0 && len(p.Width) == 0 {
 		for i := range min(len(p.Top), len(p.Left), len(p.Flip)) {
-			b.Params = append(b.Params, augment.Params{Top: p.Top[i], Left: p.Left[i], Flip: p.Flip[i]})
+			b.Params = append(b.Params, sample.Params{Top: p.Top[i], Left: p.Left[i], Flip: p.Flip[i]})
 		}
 	} else { // a resampling pipeline: (top, left, height, width) is the box
 		for i := range min(len(p.Top), len(p.Left), len(p.Flip), len(p.Height), len(p.Width)) {
-			b.Params = append(b.Params, augment.Params{Flip: p.Flip[i],
-				Box: augment.Box{X: p.Left[i], Y: p.Top[i], W: p.Width[i], H: p.Height[i]}})
+			b.Params = append(b.Params, sample.Params{Flip: p.Flip[i],
+				Box: sample.Box{X: p.Left[i], Y: p.Top[i], W: p.Width[i], H: p.Height[i]}})
 		}
 	}
 	b.serverSeq, b.Seq, b.gen, b.held = w.Seq, s.seq, s.gen, true

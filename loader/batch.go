@@ -5,27 +5,28 @@ import (
 	"sync/atomic"
 
 	"github.com/loaderd/loaderd/augment"
+	"github.com/loaderd/loaderd/client/sample"
 	"github.com/loaderd/loaderd/pinned"
 )
 
 // Batch is one filled batch. Its slices stay valid until Release; after
 // that the Loader reuses them for a later batch.
 type Batch struct {
-	Seq     int64            // position in the stream, from 0
-	Epoch   int64            // epoch of every sample in the batch
-	Index   int64            // batch index within the epoch (from Offset)
-	Offset  int64            // the epoch's global start offset (sampler.Position.Offset); 0 but in an elastically resumed start epoch
-	Indices []int64          // dataset index of each sample (under SkipOnError, of its substitute)
-	Labels  []int32          // label of each sample
-	Params  []augment.Params // each sample's random choices; nil unless Config.WithParams
-	Spec    augment.Spec     // one sample's output
-	Data    []byte           // len(Indices) samples of Spec.Bytes(), back to back
-	Slot    *pinned.Slot     // the pinned slot Data lives in
+	Seq     int64           // position in the stream, from 0
+	Epoch   int64           // epoch of every sample in the batch
+	Index   int64           // batch index within the epoch (from Offset)
+	Offset  int64           // the epoch's global start offset (sampler.Position.Offset); 0 but in an elastically resumed start epoch
+	Indices []int64         // dataset index of each sample (under SkipOnError, of its substitute)
+	Labels  []int32         // label of each sample
+	Params  []sample.Params // each sample's random choices; nil unless Config.WithParams
+	Spec    augment.Spec    // one sample's output
+	Data    []byte          // len(Indices) samples of Spec.Bytes(), back to back
+	Slot    *pinned.Slot    // the pinned slot Data lives in
 
 	l        *Loader
 	idx      []int64 // full-size backing arrays
 	labels   []int32
-	params   []augment.Params
+	params   []sample.Params
 	assigned int          // samples handed to workers (guarded by Pool.mu)
 	pending  atomic.Int32 // samples not yet written
 	busyNs   atomic.Int64 // worker time spent on its chunks (busy.go)
@@ -119,7 +120,7 @@ func (l *Loader) fillOne(b *Batch, k int, src Source, wk *worker, scratch []byte
 		// sample it stands in for would have been.
 		out := l.outBytes
 		dst := b.Data[k*out : (k+1)*out]
-		var prm augment.Params
+		var prm sample.Params
 		if r := &wk.sized; r.SizedSource != nil {
 			prm = r.prm // drawn for the image's size as it was read
 			if r.cropped {

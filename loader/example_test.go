@@ -6,7 +6,9 @@ import (
 	"io"
 
 	"github.com/loaderd/loaderd/augment"
+	"github.com/loaderd/loaderd/client/sample"
 	"github.com/loaderd/loaderd/loader"
+
 	// The formats a program takes are those it imports; this one takes
 	// synthetic:N. (cmd/loaderd/formats.go imports every format.)
 	"github.com/loaderd/loaderd/loader/format/synthetic"
@@ -20,7 +22,7 @@ func Example() {
 		panic(err)
 	}
 	defer src.Close()
-	pipe, err := augment.NewPipeline(src.Spec(), augment.CIFARTrain(augment.F32, augment.CHW)...)
+	pipe, err := augment.NewPipeline(src.Spec(), augment.CIFARTrain(sample.F32, sample.CHW)...)
 	if err != nil {
 		panic(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/loaderd/loaderd/augment"
+	"github.com/loaderd/loaderd/client/sample"
 	"github.com/loaderd/loaderd/internal/convert"
 	"github.com/loaderd/loaderd/loader"
 	_ "github.com/loaderd/loaderd/loader/format/arrow"
@@ -117,7 +118,7 @@ func openMapped(t *testing.T, pool *loader.Pool, mk mappedFormat, mod func(*load
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { src.Close() })
-	pipe, err := augment.NewPipeline(src.Spec(), augment.Output{Layout: augment.HWC})
+	pipe, err := augment.NewPipeline(src.Spec(), augment.Output{Layout: sample.HWC})
 	if err != nil {
 		t.Fatal(err)
 	}

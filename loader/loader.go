@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/loaderd/loaderd/augment"
+	"github.com/loaderd/loaderd/client/sample"
 	"github.com/loaderd/loaderd/pinned"
 	"github.com/loaderd/loaderd/sampler"
 )
@@ -200,7 +201,7 @@ func (l *Loader) setupSlots() error {
 		b := &Batch{l: l, Slot: s, Spec: l.pipe.Out(), idx: make([]int64, bs), labels: make([]int32, bs),
 			done: make(chan struct{}, 1)}
 		if l.cfg.WithParams {
-			b.params = make([]augment.Params, bs)
+			b.params = make([]sample.Params, bs)
 		}
 		l.batches = append(l.batches, b)
 		l.idle = append(l.idle, b)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/loaderd/loaderd/augment"
+	"github.com/loaderd/loaderd/client/sample"
 	"github.com/loaderd/loaderd/loader"
 	_ "github.com/loaderd/loaderd/loader/format/cifar"
 	"github.com/loaderd/loaderd/loader/format/synthetic"
@@ -22,14 +23,14 @@ type got struct {
 	seq, epoch, index int64
 	indices           []int64
 	labels            []int32
-	params            []augment.Params
+	params            []sample.Params
 	data              []byte
 }
 
 // testPipeline is the CIFAR training augmentation for src.
 func testPipeline(t testing.TB, src loader.Source) *augment.Pipeline {
 	t.Helper()
-	pipe, err := augment.NewPipeline(src.Spec(), augment.CIFARTrain(augment.F32, augment.CHW)...)
+	pipe, err := augment.NewPipeline(src.Spec(), augment.CIFARTrain(sample.F32, sample.CHW)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +65,7 @@ func drain(t testing.TB, l *loader.Loader, max int) []got {
 			t.Fatal(err)
 		}
 		out = append(out, got{b.Seq, b.Epoch, b.Index, append([]int64(nil), b.Indices...),
-			append([]int32(nil), b.Labels...), append([]augment.Params(nil), b.Params...), bytes.Clone(b.Data)})
+			append([]int32(nil), b.Labels...), append([]sample.Params(nil), b.Params...), bytes.Clone(b.Data)})
 		if err := b.Release(); err != nil {
 			t.Fatal(err)
 		}
@@ -255,7 +256,7 @@ func TestNextCancelAndClose(t *testing.T) {
 
 func TestConfigErrors(t *testing.T) {
 	src := synthetic.New(10, 0)
-	pipe, _ := augment.NewPipeline(src.Spec(), augment.CIFARTrain(augment.F32, augment.CHW)...)
+	pipe, _ := augment.NewPipeline(src.Spec(), augment.CIFARTrain(sample.F32, sample.CHW)...)
 	pool := loader.NewPool(1)
 	defer pool.Close()
 	_, err := loader.New(pool, loader.Config{Source: src, Pipeline: pipe, Rank: 3, World: 2, BatchSize: 0, Epochs: 1, Start: sampler.Position{Epoch: 2}})

@@ -4,6 +4,7 @@ import (
 	"strconv"
 
 	"github.com/loaderd/loaderd/augment"
+	"github.com/loaderd/loaderd/client/sample"
 )
 
 // SizedSource is implemented by sources whose images vary in size, such
@@ -44,7 +45,7 @@ type Scaler interface {
 // the rest; see SizedSource.
 type Cropper interface {
 	Scaler
-	Crop() (augment.Box, bool)
+	Crop() (sample.Box, bool)
 }
 
 // worker is one pool worker's buffers: the source's scratch, and for a
@@ -66,7 +67,7 @@ type sizedReader struct {
 	SizedSource
 	l          *Loader
 	epoch, idx int64 // the planned sample: substitutes are augmented as it
-	prm        augment.Params
+	prm        sample.Params
 	h, w, d    int
 	drawn      bool
 	cropped    bool // pix holds only prm.Box (ApplyCropped)
@@ -80,9 +81,9 @@ func (r *sizedReader) Scale(h, w int) int {
 }
 
 // Crop implements Cropper: the box of a random resized crop.
-func (r *sizedReader) Crop() (augment.Box, bool) {
+func (r *sizedReader) Crop() (sample.Box, bool) {
 	if !r.drawn {
-		return augment.Box{}, false
+		return sample.Box{}, false
 	}
 	return r.l.pipe.CropBox(r.prm)
 }

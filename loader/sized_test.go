@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/loaderd/loaderd/augment"
+	"github.com/loaderd/loaderd/client/sample"
 )
 
 // varSource says its images vary in size but cannot say each one's.
@@ -12,7 +13,7 @@ type varSource struct{}
 
 func (varSource) Len() int64 { return 10 }
 func (varSource) Spec() augment.Spec {
-	return augment.Spec{C: 3, DType: augment.U8, Layout: augment.HWC}
+	return augment.Spec{C: 3, DType: sample.U8, Layout: sample.HWC}
 }
 func (varSource) Classes() []string { return []string{"a"} }
 func (varSource) Sample(int64, []byte) (int32, []byte, error) {

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/loaderd/loaderd/augment"
+	"github.com/loaderd/loaderd/client/sample"
 	"github.com/loaderd/loaderd/sampler"
 )
 
@@ -27,7 +28,7 @@ func (s labelerSource) Label(i int64) (int32, error) { return s.labels[i], nil }
 
 func (s *labelSource) Len() int64 { return int64(len(s.labels)) }
 func (s *labelSource) Spec() augment.Spec {
-	return augment.Spec{H: 1, W: 1, C: 1, DType: augment.U8, Layout: augment.HWC}
+	return augment.Spec{H: 1, W: 1, C: 1, DType: sample.U8, Layout: sample.HWC}
 }
 func (s *labelSource) Classes() []string {
 	var c []string
@@ -238,7 +239,7 @@ func TestSplitFraction(t *testing.T) {
 type sizedFake struct{ *labelSource }
 
 func (s sizedFake) Spec() augment.Spec {
-	return augment.Spec{C: 1, DType: augment.U8, Layout: augment.HWC}
+	return augment.Spec{C: 1, DType: sample.U8, Layout: sample.HWC}
 }
 func (s sizedFake) MaxPixels() int64 { return 1000 }
 func (s sizedFake) Sample(i int64, scratch []byte) (int32, []byte, error) {

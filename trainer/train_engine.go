@@ -14,8 +14,8 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/loaderd/loaderd/augment"
 	"github.com/loaderd/loaderd/client"
+	"github.com/loaderd/loaderd/client/sample"
 	pb "github.com/loaderd/loaderd/proto/loaderd/v1"
 	"github.com/loaderd/loaderd/sampler"
 	"github.com/loaderd/loaderd/trainer/amp"
@@ -83,7 +83,7 @@ func streamConfig(c *TrainConfig, rank int, start sampler.Position) client.Strea
 	w := c.world()
 	return client.StreamConfig{Dataset: c.Dataset, Rank: rank, World: w, BatchSize: c.Batch / w, Seed: c.Seed,
 		DropLastBatch: true, Start: start, Epochs: int64(c.Epochs) - start.Epoch, Augment: c.Augment,
-		DType: augment.F32, Layout: augment.CHW, SharedMemory: c.SharedMemory, Prefetch: c.Prefetch,
+		DType: sample.F32, Layout: sample.CHW, SharedMemory: c.SharedMemory, Prefetch: c.Prefetch,
 		Name: fmt.Sprintf("%s-rank%d", c.Name, rank)}
 }
 

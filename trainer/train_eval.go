@@ -7,8 +7,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/loaderd/loaderd/augment"
 	"github.com/loaderd/loaderd/client"
+	"github.com/loaderd/loaderd/client/sample"
 	"github.com/loaderd/loaderd/trainer/nn"
 	"github.com/loaderd/loaderd/trainer/tensor"
 )
@@ -61,7 +61,7 @@ func (e *evaluator) run(ctx context.Context, c *client.Client, cfg *TrainConfig)
 		return nil, fmt.Errorf("trainer: eval: %w", err)
 	}
 	s, err := c.Open(ctx, client.StreamConfig{Dataset: cfg.Eval, BatchSize: cfg.EvalBatch, NoShuffle: true, Epochs: 1,
-		Augment: cfg.EvalAugment, DType: augment.F32, Layout: augment.CHW, SharedMemory: cfg.SharedMemory,
+		Augment: cfg.EvalAugment, DType: sample.F32, Layout: sample.CHW, SharedMemory: cfg.SharedMemory,
 		Prefetch: cfg.Prefetch, Name: cfg.Name + "-eval"})
 	if err != nil {
 		return nil, err

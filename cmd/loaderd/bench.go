@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/loaderd/loaderd/augment"
+	"github.com/loaderd/loaderd/client/sample"
 	"github.com/loaderd/loaderd/loader"
 	"github.com/loaderd/loaderd/loader/cache"
 )
@@ -81,7 +82,7 @@ func runBench(ctx context.Context, cfg benchConfig, out io.Writer) error {
 		return err
 	}
 	defer src.Close()
-	ops := augment.CIFARTrain(augment.F32, augment.CHW)
+	ops := augment.CIFARTrain(sample.F32, sample.CHW)
 	if cfg.Augment != "" {
 		ops, _ = augment.ParseOps(cfg.Augment)
 	}

@@ -9,8 +9,8 @@ import (
 	"os"
 	"time"
 
-	"github.com/loaderd/loaderd/augment"
 	"github.com/loaderd/loaderd/client"
+	"github.com/loaderd/loaderd/client/sample"
 )
 
 // consumeConfig is `trainer consume` as flags give it.
@@ -62,7 +62,7 @@ func (c *consumeConfig) Validate() error {
 		errs = append(errs, fmt.Errorf("--transport %q: want inline or shm", c.Transport))
 	}
 	if c.DType != "" {
-		if _, err := augment.ParseDType(c.DType); err != nil {
+		if _, err := sample.ParseDType(c.DType); err != nil {
 			errs = append(errs, fmt.Errorf("--dtype: %w", err))
 		}
 	}
@@ -103,7 +103,7 @@ func runConsume(ctx context.Context, c consumeConfig) error {
 		return err
 	}
 	defer cl.Close()
-	dt, _ := augment.ParseDType(c.DType)
+	dt, _ := sample.ParseDType(c.DType)
 	if c.DType == "" {
 		dt = 0
 	}

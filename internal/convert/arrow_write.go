@@ -12,6 +12,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/loaderd/loaderd/augment"
+	"github.com/loaderd/loaderd/client/sample"
 	loaderarrow "github.com/loaderd/loaderd/loader/format/arrow"
 )
 
@@ -39,7 +40,7 @@ type ArrowWriter struct {
 // NewArrowWriter starts an Arrow file on w for samples of spec (U8).
 // batchRows ≤ 0 means DefaultBatchRows.
 func NewArrowWriter(w io.Writer, spec augment.Spec, classes []string, batchRows int) (*ArrowWriter, error) {
-	if err := spec.Validate(); err != nil || spec.DType != augment.U8 {
+	if err := spec.Validate(); err != nil || spec.DType != sample.U8 {
 		return nil, fmt.Errorf("convert: arrow writer: spec %v: want a valid u8 image", spec)
 	}
 	if batchRows <= 0 {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/loaderd/loaderd/augment"
+	"github.com/loaderd/loaderd/client/sample"
 	"github.com/loaderd/loaderd/loader"
 
 	"github.com/loaderd/loaderd/internal/bytesize"
@@ -114,8 +115,8 @@ func Run(ctx context.Context, o Options) (Summary, error) {
 	// Arrow files hold HWC pixels; a CHW source (CIFAR's binary) is
 	// transposed on the way, through the fused kernel.
 	spec := src.Spec()
-	spec.Layout = augment.HWC
-	pipe, err := augment.NewPipeline(src.Spec(), augment.Output{Layout: augment.HWC})
+	spec.Layout = sample.HWC
+	pipe, err := augment.NewPipeline(src.Spec(), augment.Output{Layout: sample.HWC})
 	if err != nil {
 		return Summary{}, fmt.Errorf("convert: %w", err)
 	}
@@ -249,7 +250,7 @@ func (c *converter) decode(ch *chunk, lo, hi int64) {
 				k := i - lo
 				label, pix, err := c.src.Sample(i, scratch)
 				if err == nil {
-					err = c.pipe.Apply(ch.pix[int(k)*b:int(k+1)*b], pix, augment.Params{})
+					err = c.pipe.Apply(ch.pix[int(k)*b:int(k+1)*b], pix, sample.Params{})
 				}
 				ch.labels[k], ch.errs[k] = label, err
 			}

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/loaderd/loaderd/augment"
+	"github.com/loaderd/loaderd/client/sample"
 	"github.com/loaderd/loaderd/loader"
 	_ "github.com/loaderd/loaderd/loader/format/all" // From takes any format
 )
@@ -87,7 +87,7 @@ func TestConvertCHW(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer got.Close()
-	if s.Samples != src.Len() || got.Len() != src.Len() || got.Spec().Layout != augment.HWC || !slices.Equal(got.Classes(), src.Classes()) {
+	if s.Samples != src.Len() || got.Len() != src.Len() || got.Spec().Layout != sample.HWC || !slices.Equal(got.Classes(), src.Classes()) {
 		t.Fatalf("summary %+v; arrow %d samples %v", s, got.Len(), got.Spec())
 	}
 	for i := range src.Len() {

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/loaderd/loaderd/augment"
+	"github.com/loaderd/loaderd/client/sample"
 	"github.com/loaderd/loaderd/loader"
 	_ "github.com/loaderd/loaderd/loader/format/all" // Source takes any format
 	"github.com/loaderd/loaderd/loader/format/synthetic"
@@ -96,7 +97,7 @@ func TestContactSheetAugmented(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pipe, _ := augment.NewPipeline(src.Spec(), append(ops, augment.Output{DType: augment.U8, Layout: augment.HWC})...)
+	pipe, _ := augment.NewPipeline(src.Spec(), append(ops, augment.Output{DType: sample.U8, Layout: sample.HWC})...)
 	want := make([]byte, 24*24*3)
 	for k, i := range idx {
 		_, pix, _ := src.Sample(i, make([]byte, 3072))

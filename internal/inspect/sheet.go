@@ -11,6 +11,7 @@ import (
 	"golang.org/x/image/math/fixed"
 
 	"github.com/loaderd/loaderd/augment"
+	"github.com/loaderd/loaderd/client/sample"
 	"github.com/loaderd/loaderd/loader"
 )
 
@@ -61,7 +62,7 @@ func ContactSheet(src loader.Source, indices []int64, o SheetOptions) (*image.RG
 		boxW, boxH = 64*scale, 64*scale
 	} else {
 		var err error
-		pipe, err = augment.NewPipeline(in, append(append([]augment.Op(nil), o.Ops...), augment.Output{DType: augment.U8, Layout: augment.HWC})...)
+		pipe, err = augment.NewPipeline(in, append(append([]augment.Op(nil), o.Ops...), augment.Output{DType: sample.U8, Layout: sample.HWC})...)
 		if err != nil {
 			return nil, fmt.Errorf("inspect: %w", err)
 		}

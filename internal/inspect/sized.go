@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/loaderd/loaderd/augment"
+	"github.com/loaderd/loaderd/client/sample"
 	"github.com/loaderd/loaderd/internal/bytesize"
 	"github.com/loaderd/loaderd/loader"
 )
@@ -184,7 +185,7 @@ type drawSized struct {
 	seed  uint64
 	epoch int64
 	idx   int64
-	prm   augment.Params
+	prm   sample.Params
 	h, w  int // the size prm was drawn for; 0 before
 }
 

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/loaderd/loaderd/augment"
+	"github.com/loaderd/loaderd/client/sample"
 	"github.com/loaderd/loaderd/loader"
 )
 
@@ -148,7 +149,7 @@ func TestContactSheetSizedAugmented(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pipe, _ := augment.NewPipeline(src.Spec(), append(ops, augment.Output{DType: augment.U8, Layout: augment.HWC})...)
+	pipe, _ := augment.NewPipeline(src.Spec(), append(ops, augment.Output{DType: sample.U8, Layout: sample.HWC})...)
 	ss := src.(loader.SizedSource)
 	scratch := make([]byte, ss.MaxPixels()*3)
 	want := make([]byte, 16*16*3)

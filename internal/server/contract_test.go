@@ -20,6 +20,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/loaderd/loaderd/augment"
+	"github.com/loaderd/loaderd/client/sample"
 	"github.com/loaderd/loaderd/loader"
 	pb "github.com/loaderd/loaderd/proto/loaderd/v1"
 )
@@ -32,7 +33,7 @@ type testSource struct {
 
 func (s testSource) Len() int64 { return s.n }
 func (s testSource) Spec() augment.Spec {
-	return augment.Spec{H: 8, W: 8, C: 3, DType: augment.U8, Layout: augment.HWC}
+	return augment.Spec{H: 8, W: 8, C: 3, DType: sample.U8, Layout: sample.HWC}
 }
 func (s testSource) Classes() []string { return []string{"even", "odd"} }
 func (s testSource) String() string    { return "test:" }

@@ -8,6 +8,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/loaderd/loaderd/augment"
+	"github.com/loaderd/loaderd/client/sample"
 	"github.com/loaderd/loaderd/internal/wire"
 	"github.com/loaderd/loaderd/loader"
 	pb "github.com/loaderd/loaderd/proto/loaderd/v1"
@@ -120,26 +121,26 @@ func buildPipeline(ds *Dataset, o *pb.Open) (*augment.Pipeline, error) {
 		}
 		out := augment.Output{DType: folded.Out().DType, Layout: folded.Out().Layout}
 		if d := o.GetDtype(); d != pb.DType_DTYPE_UNSPECIFIED {
-			if augment.DType(d).Size() == 0 {
+			if sample.DType(d).Size() == 0 {
 				return nil, fmt.Errorf("unknown dtype %d", d)
 			}
-			if o.GetAugment() != "" && hasOutput(ops) && augment.DType(d) != out.DType {
-				return nil, fmt.Errorf("dtype %s disagrees with the augment spec's %s", augment.DType(d), out.DType)
+			if o.GetAugment() != "" && hasOutput(ops) && sample.DType(d) != out.DType {
+				return nil, fmt.Errorf("dtype %s disagrees with the augment spec's %s", sample.DType(d), out.DType)
 			}
-			out.DType = augment.DType(d)
+			out.DType = sample.DType(d)
 		}
 		if l := o.GetLayout(); l != pb.Layout_LAYOUT_UNSPECIFIED {
 			if l != pb.Layout_LAYOUT_CHW && l != pb.Layout_LAYOUT_HWC {
 				return nil, fmt.Errorf("unknown layout %d", l)
 			}
-			if o.GetAugment() != "" && hasOutput(ops) && augment.Layout(l) != out.Layout {
-				return nil, fmt.Errorf("layout %s disagrees with the augment spec's %s", augment.Layout(l), out.Layout)
+			if o.GetAugment() != "" && hasOutput(ops) && sample.Layout(l) != out.Layout {
+				return nil, fmt.Errorf("layout %s disagrees with the augment spec's %s", sample.Layout(l), out.Layout)
 			}
-			out.Layout = augment.Layout(l)
+			out.Layout = sample.Layout(l)
 		}
 		// A u8 stream of a normalising default drops the normalisation:
 		// the client asked for raw pixels.
-		if out.DType == augment.U8 && folded.Out().DType.IsFloat() {
+		if out.DType == sample.U8 && folded.Out().DType.IsFloat() {
 			ops = withoutFloatOps(ops)
 		}
 		ops = append(withoutOutput(ops), out)

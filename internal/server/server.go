@@ -21,6 +21,7 @@ import (
 	"google.golang.org/grpc/reflection"
 
 	"github.com/loaderd/loaderd/augment"
+	"github.com/loaderd/loaderd/client/sample"
 	"github.com/loaderd/loaderd/internal/wire"
 	"github.com/loaderd/loaderd/loader"
 	pb "github.com/loaderd/loaderd/proto/loaderd/v1"
@@ -176,7 +177,7 @@ func DefaultAugment(spec augment.Spec) string {
 		return "random_resized_crop=224,flip=0.5,normalize=imagenet,out=f32:chw"
 	}
 	if spec.H == 32 && spec.W == 32 && spec.C == 3 {
-		return augment.FormatOps(augment.CIFARTrain(augment.F32, augment.CHW))
+		return augment.FormatOps(augment.CIFARTrain(sample.F32, sample.CHW))
 	}
 	if spec.C == 3 && spec.H == spec.W {
 		return fmt.Sprintf("crop=%d:4,flip=0.5,normalize=cifar10,out=f32:chw", spec.H)

@@ -21,6 +21,7 @@ import (
 
 	"github.com/loaderd/loaderd/augment"
 	"github.com/loaderd/loaderd/client"
+	"github.com/loaderd/loaderd/client/sample"
 	"github.com/loaderd/loaderd/loader/format/synthetic"
 	pb "github.com/loaderd/loaderd/proto/loaderd/v1"
 	"github.com/loaderd/loaderd/sampler"
@@ -316,13 +317,13 @@ func TestIncludeParams(t *testing.T) {
 	_, addr := startServer(t, "127.0.0.1:0", 100)
 	c := dial(t, addr)
 	s, err := c.Open(context.Background(), client.StreamConfig{Dataset: "synth", BatchSize: 10, Seed: 9, Epochs: 1,
-		IncludeParams: true, DType: augment.U8, Start: sampler.Position{Epoch: 0, Batch: 3}})
+		IncludeParams: true, DType: sample.U8, Start: sampler.Position{Epoch: 0, Batch: 3}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
 	src := synthetic.New(100, 0)
-	pipe, err := augment.NewPipeline(src.Spec(), augment.CIFARTrain(augment.U8, augment.CHW)...)
+	pipe, err := augment.NewPipeline(src.Spec(), augment.CIFARTrain(sample.U8, sample.CHW)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -337,7 +338,7 @@ func TestIncludeParams(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if b.Index != int64(3+n) || len(b.Params) != 10 || b.DType != augment.U8 {
+		if b.Index != int64(3+n) || len(b.Params) != 10 || b.DType != sample.U8 {
 			t.Fatalf("batch %d: index %d, %d params, dtype %v", n, b.Index, len(b.Params), b.DType)
 		}
 		for k, idx := range b.Indices {

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/loaderd/loaderd/augment"
+	"github.com/loaderd/loaderd/client/sample"
 	"github.com/loaderd/loaderd/loader"
 	"github.com/loaderd/loaderd/loader/cache"
 	"github.com/loaderd/loaderd/loader/format/synthetic"
@@ -322,7 +323,7 @@ type sizedSource struct {
 
 func (s *sizedSource) Len() int64 { return s.n }
 func (s *sizedSource) Spec() augment.Spec {
-	return augment.Spec{C: 3, DType: augment.U8, Layout: augment.HWC}
+	return augment.Spec{C: 3, DType: sample.U8, Layout: sample.HWC}
 }
 func (s *sizedSource) Classes() []string { return []string{"a", "b"} }
 func (s *sizedSource) String() string    { return "sized:" + fmt.Sprint(s.n) }
@@ -367,8 +368,8 @@ func (s *scaler) Scale(h, w int) int { return int(*s) }
 // cropper asks for full size and offers a 2×3 box of every image.
 type cropper struct{}
 
-func (cropper) Scale(h, w int) int        { return 1 }
-func (cropper) Crop() (augment.Box, bool) { return augment.Box{X: 1, Y: 1, W: 2, H: 3}, true }
+func (cropper) Scale(h, w int) int       { return 1 }
+func (cropper) Crop() (sample.Box, bool) { return sample.Box{X: 1, Y: 1, W: 2, H: 3}, true }
 
 // TestCacheSizedCrop: a caller that takes crops (a random resized crop)
 // still fills the cache with whole images, and is served them from it;

@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/loaderd/loaderd/augment"
+	"github.com/loaderd/loaderd/client/sample"
 	"github.com/loaderd/loaderd/loader"
 	"github.com/loaderd/loaderd/loader/cache"
 )
@@ -19,7 +20,7 @@ func Example() {
 		panic(err)
 	}
 	defer src.Close()
-	pipe, err := augment.NewPipeline(src.Spec(), augment.CIFARTrain(augment.F32, augment.CHW)...)
+	pipe, err := augment.NewPipeline(src.Spec(), augment.CIFARTrain(sample.F32, sample.CHW)...)
 	if err != nil {
 		panic(err)
 	}

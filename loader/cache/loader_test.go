@@ -17,6 +17,7 @@ import (
 	"testing"
 
 	"github.com/loaderd/loaderd/augment"
+	"github.com/loaderd/loaderd/client/sample"
 	"github.com/loaderd/loaderd/loader"
 	"github.com/loaderd/loaderd/loader/cache"
 	_ "github.com/loaderd/loaderd/loader/format/synthetic"
@@ -33,7 +34,7 @@ type stream struct {
 	data   []byte
 	idx    []int64
 	labels []int32
-	params []augment.Params
+	params []sample.Params
 }
 
 // runStreams runs the streams at once on one pool of 2 workers over src,

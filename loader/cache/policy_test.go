@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/loaderd/loaderd/augment"
+	"github.com/loaderd/loaderd/client/sample"
 	"github.com/loaderd/loaderd/loader"
 	"github.com/loaderd/loaderd/loader/cache"
 	"github.com/loaderd/loaderd/sampler"
@@ -80,7 +81,7 @@ func (l *lru) access(i int64) bool {
 type tiny struct{ n int64 }
 
 func (s tiny) Len() int64         { return s.n }
-func (s tiny) Spec() augment.Spec { return augment.Spec{H: 1, W: 1, C: 1, DType: augment.U8} }
+func (s tiny) Spec() augment.Spec { return augment.Spec{H: 1, W: 1, C: 1, DType: sample.U8} }
 func (s tiny) Classes() []string  { return nil }
 func (s tiny) String() string     { return "tiny" }
 func (s tiny) Close() error       { return nil }

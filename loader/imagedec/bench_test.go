@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/loaderd/loaderd/augment"
+	"github.com/loaderd/loaderd/client/sample"
 	"github.com/loaderd/loaderd/internal/jpegx"
 	"github.com/loaderd/loaderd/loader/internal/loadertest"
 )
@@ -93,7 +94,7 @@ func BenchmarkDecodeRandomCrop(b *testing.B) {
 		}
 	}
 	ops, _ := augment.ParseOps("random_resized_crop=224,flip=0.5,normalize=imagenet,out=f32:chw")
-	pipe, err := augment.NewPipeline(augment.Spec{C: 3, DType: augment.U8, Layout: augment.HWC}, ops...)
+	pipe, err := augment.NewPipeline(augment.Spec{C: 3, DType: sample.U8, Layout: sample.HWC}, ops...)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -129,7 +130,7 @@ func benchRandomCrop(b *testing.B, pipe *augment.Pipeline, imgs [][]byte, crop b
 type rrcScale struct {
 	pipe *augment.Pipeline
 	idx  int64
-	prm  augment.Params
+	prm  sample.Params
 	crop bool
 }
 
@@ -138,9 +139,9 @@ func (s *rrcScale) Scale(h, w int) int {
 	return s.pipe.Scale(h, w, s.prm)
 }
 
-func (s *rrcScale) Crop() (augment.Box, bool) {
+func (s *rrcScale) Crop() (sample.Box, bool) {
 	if !s.crop {
-		return augment.Box{}, false
+		return sample.Box{}, false
 	}
 	return s.pipe.CropBox(s.prm)
 }

@@ -11,7 +11,7 @@ import (
 
 	"github.com/ebitengine/purego"
 
-	"github.com/loaderd/loaderd/augment"
+	"github.com/loaderd/loaderd/client/sample"
 	"github.com/loaderd/loaderd/internal/dynlib"
 )
 
@@ -225,7 +225,7 @@ func newCropHandle(l *cropLib) (*cropHandle, error) {
 // bytes of RGB. It reports false, with dst undefined, when the file is
 // not one it takes (see above) or libjpeg erred or warned: decode the
 // whole image instead.
-func (c *cropHandle) decode(data, dst []byte, w, h int, box augment.Box) (ok bool) {
+func (c *cropHandle) decode(data, dst []byte, w, h int, box sample.Box) (ok bool) {
 	bx, by, bw, bh := int(box.X), int(box.Y), int(box.W), int(box.H)
 	if len(data) == 0 || len(dst) != bw*bh*3 || bx < 0 || by < 0 || bw <= 0 || bh <= 0 || bx+bw > w || by+bh > h ||
 		!ownTables(data) {
@@ -292,7 +292,7 @@ func (c *cropHandle) decode(data, dst []byte, w, h int, box augment.Box) (ok boo
 // box.H · 3 bytes) and reports whether it did; when not, decode the whole
 // image. The first call makes the decoder's libjpeg handle; without
 // libjpeg.so.62 every later call returns false at once.
-func (d *Decoder) decodeCrop(data, dst []byte, w, h int, box augment.Box) bool {
+func (d *Decoder) decodeCrop(data, dst []byte, w, h int, box sample.Box) bool {
 	if isProgressive(data) {
 		// libjpeg decodes every scan before the first row, so only the
 		// output stage could shrink: jpegx's (progressive.go there).

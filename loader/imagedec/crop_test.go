@@ -10,7 +10,7 @@ import (
 	"testing"
 	"unsafe"
 
-	"github.com/loaderd/loaderd/augment"
+	"github.com/loaderd/loaderd/client/sample"
 	"github.com/loaderd/loaderd/loader"
 	"github.com/loaderd/loaderd/loader/internal/loadertest"
 )
@@ -31,11 +31,11 @@ func requireCrop(t testing.TB) {
 // cropBoxes are the boxes checked on a w×h image: corners and edges
 // (where the crop's columns meet the image's), 1-pixel slivers, the whole
 // image, and random ones.
-func cropBoxes(rng *rand.Rand, w, h int) []augment.Box {
-	b := func(x, y, bw, bh int) augment.Box {
-		return augment.Box{X: int32(x), Y: int32(y), W: int32(bw), H: int32(bh)}
+func cropBoxes(rng *rand.Rand, w, h int) []sample.Box {
+	b := func(x, y, bw, bh int) sample.Box {
+		return sample.Box{X: int32(x), Y: int32(y), W: int32(bw), H: int32(bh)}
 	}
-	boxes := []augment.Box{b(0, 0, w, h), b(0, 0, 1, 1), b(w-1, h-1, 1, 1), b(0, 0, w/2, h/3),
+	boxes := []sample.Box{b(0, 0, w, h), b(0, 0, 1, 1), b(w-1, h-1, 1, 1), b(0, 0, w/2, h/3),
 		b(w-w/3, h-h/2, w/3, h/2), b(w/2, 0, 1, h), b(0, h/2, w, 1), b(17, 9, w-40, h-20)}
 	for range 4 {
 		bw, bh := 1+rng.IntN(w), 1+rng.IntN(h)
@@ -103,7 +103,7 @@ func TestCropDeclinesBadInput(t *testing.T) {
 	var fresh, used Decoder
 	cfg, _ := fresh.DecodeConfig(good)
 	w, h := cfg.Width, cfg.Height
-	box := augment.Box{X: int32(w / 4), Y: int32(h / 4), W: int32(w / 2), H: int32(h / 2)}
+	box := sample.Box{X: int32(w / 4), Y: int32(h / 4), W: int32(w / 2), H: int32(h / 2)}
 	want := make([]byte, int(box.W)*int(box.H)*3)
 	if !fresh.decodeCrop(good, want, w, h, box) {
 		t.Fatal("declined the good image")
@@ -164,7 +164,7 @@ func FuzzCropMatchesFull(f *testing.F) {
 		}
 		w, h := cfg.Width, cfg.Height
 		bx, by := int(x)%w, int(y)%h
-		box := augment.Box{X: int32(bx), Y: int32(by), W: int32(1 + int(bw)%(w-bx)), H: int32(1 + int(bh)%(h-by))}
+		box := sample.Box{X: int32(bx), Y: int32(by), W: int32(1 + int(bw)%(w-bx)), H: int32(1 + int(bh)%(h-by))}
 		got := make([]byte, int(box.W)*int(box.H)*3)
 		if !d.decodeCrop(data, got, w, h, box) {
 			return
@@ -186,10 +186,10 @@ func FuzzCropMatchesFull(f *testing.F) {
 }
 
 // cropAsk asks for full size and offers box (a loader.Cropper).
-type cropAsk struct{ box augment.Box }
+type cropAsk struct{ box sample.Box }
 
-func (c cropAsk) Scale(h, w int) int        { return 1 }
-func (c cropAsk) Crop() (augment.Box, bool) { return c.box, true }
+func (c cropAsk) Scale(h, w int) int       { return 1 }
+func (c cropAsk) Crop() (sample.Box, bool) { return c.box, true }
 
 // TestTablesOfEarlierImagesIgnored: a JPEG without its own Huffman tables
 // (a Motion-JPEG frame) decodes with libjpeg's standard ones whatever the
@@ -231,7 +231,7 @@ func TestTablesOfEarlierImagesIgnored(t *testing.T) {
 	}
 	d := &Decoder{Backend: TurboJPEG}
 	got := make([]byte, len(want))
-	box := augment.Box{X: 40, Y: 30, W: 200, H: 150}
+	box := sample.Box{X: 40, Y: 30, W: 200, H: 150}
 	for _, scale := range []loader.Scaler{nil, cropAsk{box}} {
 		if _, _, _, err := d.DecodeSized(other, got, nil); err != nil {
 			t.Fatal(err)
@@ -258,7 +258,7 @@ func TestCropHandlesCollected(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg, _ := new(Decoder).DecodeConfig(good)
-	box := augment.Box{X: 5, Y: 5, W: int32(cfg.Width / 2), H: int32(cfg.Height / 2)}
+	box := sample.Box{X: 5, Y: 5, W: int32(cfg.Width / 2), H: int32(cfg.Height / 2)}
 	got := make([]byte, int(box.W)*int(box.H)*3)
 	for i := range 400 {
 		d := new(Decoder)
@@ -293,7 +293,7 @@ func TestCropErrorUnwinds(t *testing.T) {
 	var d Decoder
 	cfg, _ := d.DecodeConfig(good)
 	w, h := cfg.Width, cfg.Height
-	box := augment.Box{X: 3, Y: 3, W: int32(w - 6), H: int32(h - 6)}
+	box := sample.Box{X: 3, Y: 3, W: int32(w - 6), H: int32(h - 6)}
 	got := make([]byte, int(box.W)*int(box.H)*3)
 	if !d.decodeCrop(good, got, w, h, box) {
 		t.Fatal("declined the good image")

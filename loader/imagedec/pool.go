@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/loaderd/loaderd/augment"
+	"github.com/loaderd/loaderd/client/sample"
 	"github.com/loaderd/loaderd/loader"
 )
 
@@ -54,7 +55,7 @@ func (p *Pool) DecoderName() string {
 
 // Spec returns what Decode writes: H×W×3 U8 HWC.
 func (p *Pool) Spec() augment.Spec {
-	return augment.Spec{H: p.h, W: p.w, C: 3, DType: augment.U8, Layout: augment.HWC}
+	return augment.Spec{H: p.h, W: p.w, C: 3, DType: sample.U8, Layout: sample.HWC}
 }
 
 // Decode decodes data into scratch, which must hold Spec().Bytes(), and

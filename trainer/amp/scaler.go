@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/loaderd/loaderd/augment"
+	"github.com/loaderd/loaderd/client/sample"
 )
 
 // Mode is a mixed-precision mode: the type of the low-precision copies.
@@ -103,11 +103,11 @@ func Round(x []float32, mode Mode) {
 	switch mode {
 	case BF16:
 		for i, v := range x {
-			x[i] = math.Float32frombits(uint32(augment.BFloat16(v)) << 16)
+			x[i] = math.Float32frombits(uint32(sample.BFloat16(v)) << 16)
 		}
 	case FP16:
 		for i, v := range x {
-			x[i] = Float16To32(augment.Float16(v))
+			x[i] = Float16To32(sample.Float16(v))
 		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"github.com/loaderd/loaderd/augment"
+	"github.com/loaderd/loaderd/client/sample"
 	"github.com/loaderd/loaderd/loader"
 	"github.com/loaderd/loaderd/loader/format/internal/options"
 )
@@ -117,7 +118,7 @@ func (a *source) index(k int, pixCol, labelCol string, h, w int) (err error) {
 
 // arrowShape reads the sample spec and classes from the metadata.
 func arrowShape(s *arrow.Schema, h, w int) (augment.Spec, []string, error) {
-	spec := augment.Spec{H: h, W: w, DType: augment.U8, Layout: augment.HWC}
+	spec := augment.Spec{H: h, W: w, DType: sample.U8, Layout: sample.HWC}
 	md := s.Metadata()
 	if v, ok := md.GetValue(MetaShape); ok {
 		var dims [3]int
@@ -134,7 +135,7 @@ func arrowShape(s *arrow.Schema, h, w int) (augment.Spec, []string, error) {
 		spec.H, spec.W, spec.C = dims[0], dims[1], dims[2]
 	}
 	if v, ok := md.GetValue(MetaLayout); ok {
-		l, err := augment.ParseLayout(v)
+		l, err := sample.ParseLayout(v)
 		if err != nil {
 			return spec, nil, fmt.Errorf("%w: metadata %s: %w", loader.ErrCorrupt, MetaLayout, err)
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/loaderd/loaderd/augment"
+	"github.com/loaderd/loaderd/client/sample"
 	"github.com/loaderd/loaderd/loader"
 	"github.com/loaderd/loaderd/loader/internal/loadertest"
 )
@@ -69,7 +70,7 @@ func TestArrowForeign(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer a.Close()
-	want := augment.Spec{H: 2, W: 2, C: 3, DType: augment.U8, Layout: augment.HWC}
+	want := augment.Spec{H: 2, W: 2, C: 3, DType: sample.U8, Layout: sample.HWC}
 	if a.Spec() != want || !slices.Equal(a.Classes(), []string{"0", "1", "2", "3"}) {
 		t.Fatalf("spec %v classes %v", a.Spec(), a.Classes())
 	}

@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/loaderd/loaderd/augment"
+	"github.com/loaderd/loaderd/client/sample"
 	"github.com/loaderd/loaderd/loader"
 	"github.com/loaderd/loaderd/loader/format/internal/mmap"
 )
@@ -202,7 +203,7 @@ func (c *source) Len() int64 { return c.n }
 
 // Spec returns 32×32×3 U8 in CHW order, the on-disk layout.
 func (c *source) Spec() augment.Spec {
-	return augment.Spec{H: 32, W: 32, C: 3, DType: augment.U8, Layout: augment.CHW}
+	return augment.Spec{H: 32, W: 32, C: 3, DType: sample.U8, Layout: sample.CHW}
 }
 
 // Classes returns the class names.

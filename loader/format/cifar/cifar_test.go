@@ -10,6 +10,7 @@ import (
 	"unsafe"
 
 	"github.com/loaderd/loaderd/augment"
+	"github.com/loaderd/loaderd/client/sample"
 	"github.com/loaderd/loaderd/loader"
 )
 
@@ -40,7 +41,7 @@ func TestOpenCIFAR(t *testing.T) {
 			if src.Len() != tt.n || len(src.Classes()) != tt.classes || src.Classes()[0] != tt.class0 {
 				t.Fatalf("len %d classes %d (%q), want %d %d (%q)", src.Len(), len(src.Classes()), src.Classes()[0], tt.n, tt.classes, tt.class0)
 			}
-			want := augment.Spec{H: 32, W: 32, C: 3, DType: augment.U8, Layout: augment.CHW}
+			want := augment.Spec{H: 32, W: 32, C: 3, DType: sample.U8, Layout: sample.CHW}
 			if src.Spec() != want {
 				t.Fatalf("spec %v, want %v", src.Spec(), want)
 			}

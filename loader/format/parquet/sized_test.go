@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/loaderd/loaderd/augment"
+	"github.com/loaderd/loaderd/client/sample"
 	"github.com/loaderd/loaderd/internal/convert"
 	"github.com/loaderd/loaderd/loader"
 	"github.com/loaderd/loaderd/loader/imagedec"
@@ -64,7 +65,7 @@ func TestParquetSized(t *testing.T) {
 			}
 			defer ref.Close()
 			ss, ok := src.(loader.SizedSource)
-			if want := (augment.Spec{C: 3, DType: augment.U8, Layout: augment.HWC}); !ok || src.Spec() != want || ss.MaxPixels() != 100000 {
+			if want := (augment.Spec{C: 3, DType: sample.U8, Layout: sample.HWC}); !ok || src.Spec() != want || ss.MaxPixels() != 100000 {
 				t.Fatalf("%T: spec %v, want a SizedSource of %v", src, src.Spec(), want)
 			}
 			a, b := make([]byte, 100000*3), make([]byte, 100000*3)

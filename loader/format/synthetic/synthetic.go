@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/loaderd/loaderd/augment"
+	"github.com/loaderd/loaderd/client/sample"
 	"github.com/loaderd/loaderd/loader"
 )
 
@@ -74,7 +75,7 @@ func (s *source) Len() int64 { return s.n }
 
 // Spec returns 32×32×3 U8 HWC, what an image decoder gives.
 func (s *source) Spec() augment.Spec {
-	return augment.Spec{H: 32, W: 32, C: 3, DType: augment.U8, Layout: augment.HWC}
+	return augment.Spec{H: 32, W: 32, C: 3, DType: sample.U8, Layout: sample.HWC}
 }
 
 // Classes returns class0 … class9.

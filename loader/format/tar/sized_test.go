@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/loaderd/loaderd/augment"
+	"github.com/loaderd/loaderd/client/sample"
 	"github.com/loaderd/loaderd/loader"
 	"github.com/loaderd/loaderd/loader/imagedec"
 	"github.com/loaderd/loaderd/loader/internal/loadertest"
@@ -59,7 +60,7 @@ func varyingTar(t testing.TB) (string, map[string][2]int) {
 
 type streamed struct {
 	data   []byte
-	params []augment.Params
+	params []sample.Params
 	idx    []int64
 }
 
@@ -129,7 +130,7 @@ func TestSizedTarEndToEnd(t *testing.T) {
 			if !bytes.Equal(one.data, fs.data) || !slices.Equal(one.params, fs.params) {
 				t.Fatal("folder:…?size=any and tar:…?size=any differ")
 			}
-			if src.Spec() != (augment.Spec{C: 3, DType: augment.U8, Layout: augment.HWC}) {
+			if src.Spec() != (augment.Spec{C: 3, DType: sample.U8, Layout: sample.HWC}) {
 				t.Fatalf("spec %v", src.Spec())
 			}
 			ts := src.(*source)
@@ -178,7 +179,7 @@ func TestSizedTarEndToEnd(t *testing.T) {
 // fixedScale answers the decoder with the scale for given params.
 type fixedScale struct {
 	p   *augment.Pipeline
-	prm augment.Params
+	prm sample.Params
 }
 
 func (f fixedScale) Scale(h, w int) int { return f.p.Scale(h, w, f.prm) }
@@ -186,7 +187,7 @@ func (f fixedScale) Scale(h, w int) int { return f.p.Scale(h, w, f.prm) }
 // fixedCrop also offers the params' crop (loader.Cropper).
 type fixedCrop struct{ fixedScale }
 
-func (f fixedCrop) Crop() (augment.Box, bool) { return f.p.CropBox(f.prm) }
+func (f fixedCrop) Crop() (sample.Box, bool) { return f.p.CropBox(f.prm) }
 
 // TestScaledDecodeDifference measures what decoding at a DCT scale
 // changes against full decode + resize, on the large-image set
@@ -315,11 +316,11 @@ func TestSizedSteadyStateAllocs(t *testing.T) {
 type sizer struct {
 	p   *augment.Pipeline
 	idx int64
-	prm augment.Params
+	prm sample.Params
 }
 
 // Crop implements loader.Cropper, as the worker does.
-func (s *sizer) Crop() (augment.Box, bool) { return s.p.CropBox(s.prm) }
+func (s *sizer) Crop() (sample.Box, bool) { return s.p.CropBox(s.prm) }
 
 func (s *sizer) Scale(h, w int) int {
 	s.prm = s.p.DrawSized(5, 0, s.idx, h, w)

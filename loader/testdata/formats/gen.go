@@ -29,6 +29,7 @@ import (
 	"golang.org/x/image/tiff"
 
 	"github.com/loaderd/loaderd/augment"
+	"github.com/loaderd/loaderd/client/sample"
 	"github.com/loaderd/loaderd/internal/convert"
 )
 
@@ -99,7 +100,7 @@ func main() {
 	write(filepath.Join(bad, "wds-badlabel.tar"), tarOf(nil, "s0.png", pngGood, "s0.cls", []byte("cat")))
 
 	var ab bytes.Buffer
-	aw, err := convert.NewArrowWriter(&ab, augment.Spec{H: H, W: W, C: 3, DType: augment.U8, Layout: augment.HWC}, []string{"a", "b"}, 0)
+	aw, err := convert.NewArrowWriter(&ab, augment.Spec{H: H, W: W, C: 3, DType: sample.U8, Layout: sample.HWC}, []string{"a", "b"}, 0)
 	check(err)
 	check(aw.Write(0, make([]byte, W*H*3)))
 	check(aw.Write(7, make([]byte, W*H*3))) // label 7 with 2 classes

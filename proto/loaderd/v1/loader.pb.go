@@ -22,11 +22,12 @@
 package loaderdv1
 
 import (
-	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
-	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	reflect "reflect"
 	sync "sync"
 	unsafe "unsafe"
+
+	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
+	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 )
 
 const (
@@ -36,7 +37,7 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
-// DType is the element type of a tensor. Values mirror augment.DType so a Go
+// DType is the element type of a tensor. Values mirror sample.DType so a Go
 // server converts with a plain cast; 0 means "not specified".
 type DType int32
 
@@ -99,7 +100,7 @@ func (DType) EnumDescriptor() ([]byte, []int) {
 }
 
 // Layout is the order of one image's axes in memory. Values mirror
-// augment.Layout; 0 means "not specified".
+// sample.Layout; 0 means "not specified".
 type Layout int32
 
 const (

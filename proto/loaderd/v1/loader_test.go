@@ -8,7 +8,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
-	"github.com/loaderd/loaderd/augment"
+	"github.com/loaderd/loaderd/client/sample"
 	pb "github.com/loaderd/loaderd/proto/loaderd/v1"
 )
 
@@ -169,27 +169,27 @@ func TestServiceMethods(t *testing.T) {
 func TestEnumsMirrorAugment(t *testing.T) {
 	dtypes := []struct {
 		wire pb.DType
-		aug  augment.DType
+		aug  sample.DType
 	}{
-		{pb.DType_DTYPE_U8, augment.U8},
-		{pb.DType_DTYPE_F32, augment.F32},
-		{pb.DType_DTYPE_F16, augment.F16},
-		{pb.DType_DTYPE_BF16, augment.BF16},
+		{pb.DType_DTYPE_U8, sample.U8},
+		{pb.DType_DTYPE_F32, sample.F32},
+		{pb.DType_DTYPE_F16, sample.F16},
+		{pb.DType_DTYPE_BF16, sample.BF16},
 	}
 	for _, tt := range dtypes {
-		if augment.DType(tt.wire) != tt.aug {
+		if sample.DType(tt.wire) != tt.aug {
 			t.Errorf("%v = %d, augment.%v = %d", tt.wire, tt.wire, tt.aug, tt.aug)
 		}
 	}
 	layouts := []struct {
 		wire pb.Layout
-		aug  augment.Layout
+		aug  sample.Layout
 	}{
-		{pb.Layout_LAYOUT_HWC, augment.HWC},
-		{pb.Layout_LAYOUT_CHW, augment.CHW},
+		{pb.Layout_LAYOUT_HWC, sample.HWC},
+		{pb.Layout_LAYOUT_CHW, sample.CHW},
 	}
 	for _, tt := range layouts {
-		if augment.Layout(tt.wire) != tt.aug {
+		if sample.Layout(tt.wire) != tt.aug {
 			t.Errorf("%v = %d, augment.%v = %d", tt.wire, tt.wire, tt.aug, tt.aug)
 		}
 	}
