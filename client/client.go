@@ -9,7 +9,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/experimental"
 
-	"github.com/loaderd/loaderd/internal/wire"
+	"github.com/loaderd/loaderd/client/wire"
 
 	pb "github.com/loaderd/loaderd/proto/loaderd/v1"
 )

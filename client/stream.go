@@ -15,7 +15,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/loaderd/loaderd/client/sample"
-	"github.com/loaderd/loaderd/internal/wire"
+	"github.com/loaderd/loaderd/client/wire"
 	"github.com/loaderd/loaderd/pinned"
 	pb "github.com/loaderd/loaderd/proto/loaderd/v1"
 	"github.com/loaderd/loaderd/sampler"

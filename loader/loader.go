@@ -51,7 +51,7 @@ type Config struct {
 const DefaultInFlight = 4
 
 // MaxBatchSize bounds a batch, so that a typo cannot map gigabytes. It
-// equals internal/wire.MaxBatchSize, the most the daemon's Open accepts:
+// equals client/wire.MaxBatchSize, the most the daemon's Open accepts:
 // a stream the wire refuses is not worth building in-process either
 // (limits_test.go holds the two together).
 const MaxBatchSize = 16384

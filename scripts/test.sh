@@ -61,7 +61,7 @@ fuzz() {
     echo "fuzz $2: the fuzzer's deadline, not a finding; once more"
   done
 }
-for pkg in ./loader/imagedec/ ./loader/format/tar/ ./loader/format/arrow/ ./loader/format/parquet/ ./internal/jpegdec/ ./internal/jpegx/ ./internal/wire/; do
+for pkg in ./loader/imagedec/ ./loader/format/tar/ ./loader/format/arrow/ ./loader/format/parquet/ ./internal/jpegdec/ ./internal/jpegx/ ./client/wire/; do
   targets=$(go test -list '^Fuzz' "$pkg" | grep '^Fuzz' || true)
   [ -n "$targets" ] || { echo "no fuzz targets in $pkg"; exit 1; }
   for target in $targets; do fuzz "$pkg" "$target"; done

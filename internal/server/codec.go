@@ -5,7 +5,7 @@ import (
 	_ "google.golang.org/grpc/encoding/proto" // registers the "proto" codec we delegate to
 	"google.golang.org/grpc/mem"
 
-	"github.com/loaderd/loaderd/internal/wire"
+	"github.com/loaderd/loaderd/client/wire"
 	pb "github.com/loaderd/loaderd/proto/loaderd/v1"
 )
 

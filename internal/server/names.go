@@ -8,7 +8,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/loaderd/loaderd/internal/wire"
+	"github.com/loaderd/loaderd/client/wire"
 	pb "github.com/loaderd/loaderd/proto/loaderd/v1"
 )
 

@@ -9,7 +9,7 @@ import (
 
 	"github.com/loaderd/loaderd/augment"
 	"github.com/loaderd/loaderd/client/sample"
-	"github.com/loaderd/loaderd/internal/wire"
+	"github.com/loaderd/loaderd/client/wire"
 	"github.com/loaderd/loaderd/loader"
 	pb "github.com/loaderd/loaderd/proto/loaderd/v1"
 	"github.com/loaderd/loaderd/sampler"

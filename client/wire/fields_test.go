@@ -25,7 +25,7 @@ func TestFieldNumbers(t *testing.T) {
 	for msg, fields := range want {
 		md := msg.ProtoReflect().Descriptor()
 		if got := md.Fields().Len(); got != len(fields) {
-			t.Errorf("%s has %d fields, internal/wire knows %d: add the new ones to fields.go and both codecs", md.FullName(), got, len(fields))
+			t.Errorf("%s has %d fields, client/wire knows %d: add the new ones to fields.go and both codecs", md.FullName(), got, len(fields))
 		}
 		for name, num := range fields {
 			fd := md.Fields().ByName(protoreflect.Name(name))
@@ -34,7 +34,7 @@ func TestFieldNumbers(t *testing.T) {
 				continue
 			}
 			if fd.Number() != num {
-				t.Errorf("%s.%s is field %d on the wire, internal/wire says %d", md.FullName(), name, fd.Number(), num)
+				t.Errorf("%s.%s is field %d on the wire, client/wire says %d", md.FullName(), name, fd.Number(), num)
 			}
 		}
 	}
