@@ -3,6 +3,23 @@ module github.com/loaderd/loaderd
 go 1.26.8
 
 require (
+	github.com/loaderd/loaderd/client v0.0.0
+	github.com/loaderd/loaderd/pinned v0.0.0
+	github.com/loaderd/loaderd/proto v0.0.0
+	github.com/loaderd/loaderd/sampler v0.0.0
+)
+
+// The client, the wire protocol, the sampler and the pinned pool are
+// modules of their own, so that programs linking the client do not get the
+// daemon's dependencies; in this checkout they are these directories.
+replace (
+	github.com/loaderd/loaderd/client => ./client
+	github.com/loaderd/loaderd/pinned => ./pinned
+	github.com/loaderd/loaderd/proto => ./proto
+	github.com/loaderd/loaderd/sampler => ./sampler
+)
+
+require (
 	github.com/NVIDIA/go-nvml v0.13.3-0
 	github.com/apache/arrow-go/v18 v18.8.0
 	github.com/aws/aws-sdk-go-v2 v1.45.1
@@ -18,7 +35,6 @@ require (
 	golang.org/x/sync v0.24.0
 	golang.org/x/sys v0.49.0
 	google.golang.org/grpc v1.85.0
-	google.golang.org/protobuf v1.36.12
 )
 
 require (
@@ -52,4 +68,5 @@ require (
 	golang.org/x/net v0.60.0 // indirect
 	golang.org/x/text v0.43.0 // indirect
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20260817212433-ac3dfec99bb1 // indirect
+	google.golang.org/protobuf v1.36.12 // indirect
 )

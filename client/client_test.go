@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"strings"
@@ -16,25 +17,17 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/loaderd/loaderd/client"
+	"github.com/loaderd/loaderd/client/clienttest"
 	"github.com/loaderd/loaderd/client/sample"
-	"github.com/loaderd/loaderd/internal/server"
-	"github.com/loaderd/loaderd/internal/servertest"
-	"github.com/loaderd/loaderd/loader/format/synthetic"
 	pb "github.com/loaderd/loaderd/proto/loaderd/v1"
 	"github.com/loaderd/loaderd/sampler"
 )
 
-// startDaemon serves n synthetic images as "train" on a loopback port.
+// startDaemon serves n synthetic images as "train" from a loaderd process.
 func startDaemon(t testing.TB, n int64) *client.Client {
 	t.Helper()
-	_, addr := servertest.Start(t, server.Options{},
-		&server.Dataset{Name: "train", Spec: "synthetic", Source: synthetic.New(n, 0)})
-	c, err := client.Dial(addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return c
+	d := clienttest.Start(t, "--dataset", fmt.Sprintf("train=synthetic:%d", n), "--workers", "2")
+	return d.Dial(t)
 }
 
 // TestStream reads two epochs inline and over shared memory, with the

@@ -4,29 +4,24 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"log/slog"
-	"net"
 
 	"github.com/loaderd/loaderd/client"
-	"github.com/loaderd/loaderd/internal/server"
-	"github.com/loaderd/loaderd/loader/format/synthetic"
+	"github.com/loaderd/loaderd/client/clienttest"
 )
 
 // serve starts a daemon serving 256 synthetic 32×32 RGB images as
-// "train", in process (in production: loaderd serve), and returns its
-// address and a function that stops it.
+// "train" (in production: loaderd serve --dataset train=...), and returns
+// its address and a function that stops it.
 func serve() (string, func()) {
-	srv, err := server.New(server.Options{Logger: slog.New(slog.DiscardHandler)},
-		&server.Dataset{Name: "train", Spec: "synthetic", Source: synthetic.New(256, 0)})
+	bin, err := clienttest.Binary()
 	if err != nil {
 		panic(err)
 	}
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	d, err := clienttest.New(bin, "--dataset", "train=synthetic:256")
 	if err != nil {
 		panic(err)
 	}
-	go srv.Serve(lis)
-	return lis.Addr().String(), func() { srv.Shutdown(context.Background()) }
+	return d.Addr, func() { d.Stop() }
 }
 
 // A trainer's loop: take a batch, train on it, release it.

@@ -3,7 +3,9 @@ package synthetic
 import (
 	"fmt"
 	"math"
+	"net/url"
 	"strconv"
+	"strings"
 
 	"github.com/loaderd/loaderd/augment"
 	"github.com/loaderd/loaderd/client/sample"
@@ -15,17 +17,34 @@ import (
 const defaultLen = 50000
 
 func init() {
-	loader.RegisterFormat("synthetic", func(path string) (loader.Source, error) {
-		n := int64(defaultLen)
-		if path != "" {
-			v, err := strconv.ParseInt(path, 10, 64)
-			if err != nil || v <= 0 {
-				return nil, fmt.Errorf("synthetic:%s: want a positive sample count", path)
-			}
-			n = v
+	loader.RegisterFormat("synthetic", open)
+}
+
+// open parses "synthetic:N?seed=S": N samples (default 50,000) of the
+// dataset seed S picks (default 0).
+func open(spec string) (loader.Source, error) {
+	path, query, _ := strings.Cut(spec, "?")
+	n, seed := int64(defaultLen), uint64(0)
+	if path != "" {
+		v, err := strconv.ParseInt(path, 10, 64)
+		if err != nil || v <= 0 {
+			return nil, fmt.Errorf("synthetic:%s: want a positive sample count", path)
 		}
-		return New(n, 0), nil
-	})
+		n = v
+	}
+	opts, err := url.ParseQuery(query)
+	if err != nil {
+		return nil, fmt.Errorf("synthetic:%s: %w", spec, err)
+	}
+	for k, v := range opts {
+		if k != "seed" || len(v) != 1 {
+			return nil, fmt.Errorf("synthetic:%s: unknown option %s (want seed=S)", spec, k)
+		}
+		if seed, err = strconv.ParseUint(v[0], 10, 64); err != nil {
+			return nil, fmt.Errorf("synthetic:%s: seed=%s: want an unsigned integer", spec, v[0])
+		}
+	}
+	return New(n, seed), nil
 }
 
 // source is a deterministic CIFAR-shaped dataset (32×32×3, 10 classes)
@@ -81,8 +100,14 @@ func (s *source) Spec() augment.Spec {
 // Classes returns class0 … class9.
 func (s *source) Classes() []string { return s.classes }
 
-// String names the source as synthetic:N.
-func (s *source) String() string { return "synthetic:" + strconv.FormatInt(s.n, 10) }
+// String names the source as synthetic:N, or synthetic:N?seed=S.
+func (s *source) String() string {
+	name := "synthetic:" + strconv.FormatInt(s.n, 10)
+	if s.seed != 0 {
+		name += "?seed=" + strconv.FormatUint(s.seed, 10)
+	}
+	return name
+}
 
 // Close does nothing.
 func (s *source) Close() error { return nil }

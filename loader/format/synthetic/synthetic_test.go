@@ -81,3 +81,39 @@ func TestSyntheticLearnable(t *testing.T) {
 		t.Fatalf("nearest-mean accuracy %d/1000: classes are not separable", correct)
 	}
 }
+
+// TestSyntheticSpec checks the spec's forms: ?seed=S opens New(N, S), which
+// differs from seed 0, and bad specs are refused with the reason.
+func TestSyntheticSpec(t *testing.T) {
+	sample := func(src loader.Source, i int64) []byte {
+		_, p, err := src.Sample(i, make([]byte, 3072))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	seeded, err := loader.Open("synthetic:64?seed=3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if seeded.Len() != 64 || seeded.(interface{ String() string }).String() != "synthetic:64?seed=3" {
+		t.Fatalf("synthetic:64?seed=3 opened %v with %d samples", seeded, seeded.Len())
+	}
+	plain, err := loader.Open("synthetic:64")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range int64(64) {
+		if !bytes.Equal(sample(seeded, i), sample(New(64, 3), i)) {
+			t.Fatalf("sample %d of synthetic:64?seed=3 differs from New(64, 3)", i)
+		}
+	}
+	if bytes.Equal(sample(seeded, 0), sample(plain, 0)) {
+		t.Fatal("seed 3 gives seed 0's sample 0")
+	}
+	for _, spec := range []string{"synthetic:0", "synthetic:x", "synthetic:8?seed=-1", "synthetic:8?size=4", "synthetic:8?seed=1&seed=2"} {
+		if _, err := loader.Open(spec); err == nil {
+			t.Errorf("%s opened, want an error", spec)
+		}
+	}
+}

@@ -8,7 +8,6 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
-	"github.com/loaderd/loaderd/client/sample"
 	pb "github.com/loaderd/loaderd/proto/loaderd/v1"
 )
 
@@ -161,36 +160,5 @@ func TestServiceMethods(t *testing.T) {
 				t.Errorf("%s -> %s, want %s -> %s", m.Input().FullName(), m.Output().FullName(), tt.input, tt.output)
 			}
 		})
-	}
-}
-
-// TestEnumsMirrorAugment holds loader.proto's promise that a server converts
-// DType and Layout to the augment package's with a plain cast.
-func TestEnumsMirrorAugment(t *testing.T) {
-	dtypes := []struct {
-		wire pb.DType
-		aug  sample.DType
-	}{
-		{pb.DType_DTYPE_U8, sample.U8},
-		{pb.DType_DTYPE_F32, sample.F32},
-		{pb.DType_DTYPE_F16, sample.F16},
-		{pb.DType_DTYPE_BF16, sample.BF16},
-	}
-	for _, tt := range dtypes {
-		if sample.DType(tt.wire) != tt.aug {
-			t.Errorf("%v = %d, augment.%v = %d", tt.wire, tt.wire, tt.aug, tt.aug)
-		}
-	}
-	layouts := []struct {
-		wire pb.Layout
-		aug  sample.Layout
-	}{
-		{pb.Layout_LAYOUT_HWC, sample.HWC},
-		{pb.Layout_LAYOUT_CHW, sample.CHW},
-	}
-	for _, tt := range layouts {
-		if sample.Layout(tt.wire) != tt.aug {
-			t.Errorf("%v = %d, augment.%v = %d", tt.wire, tt.wire, tt.aug, tt.aug)
-		}
 	}
 }

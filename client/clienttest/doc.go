@@ -1,0 +1,16 @@
+// Package clienttest implements starting a real loaderd daemon for the
+// tests of programs that link the client, as net/http/httptest does for
+// HTTP: a separate process serving on a Unix socket in the test's
+// temporary directory, stopped when the test ends.
+//
+// The daemon is a separate binary, so a test that uses this package links
+// nothing of the daemon: the client's and the trainer's modules stay free
+// of its dependencies. The binary is $LOADERD_BIN when set; else, inside a
+// loaderd checkout, it is built once per test process from the checkout's
+// cmd/loaderd (go build, so the build cache makes it quick after the
+// first time); else it is the loaderd on $PATH. Without any, Start fails
+// the test with a message saying which to provide.
+//
+// Its functions are safe for concurrent use; each Start gets its own
+// daemon.
+package clienttest

@@ -1,0 +1,3 @@
+module github.com/loaderd/loaderd/sampler
+
+go 1.26.8
