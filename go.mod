@@ -20,7 +20,6 @@ replace (
 )
 
 require (
-	github.com/NVIDIA/go-nvml v0.13.3-0
 	github.com/apache/arrow-go/v18 v18.8.0
 	github.com/aws/aws-sdk-go-v2 v1.45.1
 	github.com/aws/aws-sdk-go-v2/config v1.33.1

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/loaderd/loaderd/augment"
-	"github.com/loaderd/loaderd/internal/cputime"
+	"github.com/loaderd/loaderd/client/clienttest"
 	"github.com/loaderd/loaderd/loader"
 	"github.com/loaderd/loaderd/loader/cache"
 )
@@ -98,7 +98,7 @@ func runCacheStreamsProgress(tb testing.TB, src loader.Source, streams []cacheSt
 				if !second && b.Epoch > 0 {
 					second = true
 					if int(p.reached.Add(1)) == len(streams) {
-						p.at, p.cpu, p.before = time.Now(), cputime.Process(), p.images.Load()
+						p.at, p.cpu, p.before = time.Now(), clienttest.CPUTime(), p.images.Load()
 					}
 				}
 				p.images.Add(int64(b.Len()))
@@ -182,9 +182,9 @@ func benchCache(b *testing.B, opts string) {
 		streams := append([]cacheStream(nil), sweepStreams...)
 		p := new(progress)
 		b.StartTimer()
-		c0, t0 := cputime.Process(), time.Now()
+		c0, t0 := clienttest.CPUTime(), time.Now()
 		n := runCacheStreamsProgress(b, src, streams, 2, epochs, false, p)
-		t1, c1 := time.Now(), cputime.Process()
+		t1, c1 := time.Now(), clienttest.CPUTime()
 		images, wall, cpu = images+n, wall+t1.Sub(t0), cpu+c1-c0
 		steadyImages, steadyWall, steadyCPU = steadyImages+n-p.before, steadyWall+t1.Sub(p.at), steadyCPU+c1-p.cpu
 		b.StopTimer()

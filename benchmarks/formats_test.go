@@ -7,9 +7,9 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/loaderd/loaderd/client/clienttest"
 	"github.com/loaderd/loaderd/client/sample"
 	"github.com/loaderd/loaderd/internal/convert"
-	"github.com/loaderd/loaderd/internal/cputime"
 )
 
 // cifarJPEGTar is the real CIFAR-10 training split as 50,000 JPEGs.
@@ -42,9 +42,9 @@ func arrowData(b *testing.B) string {
 // benchmark got, while cpu-µs/image says what 2 idle cores would give
 // (2e6 / cpu-µs/image images/s).
 func withCPU(b *testing.B, run func(*testing.B)) {
-	cpu0 := cputime.Process()
+	cpu0 := clienttest.CPUTime()
 	run(b)
-	cpu := cputime.Process() - cpu0
+	cpu := clienttest.CPUTime() - cpu0
 	if b.N > 0 && !b.Skipped() {
 		b.ReportMetric(float64(cpu.Microseconds())/float64(b.N*batchSize), "cpu-µs/image")
 	}

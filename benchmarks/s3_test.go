@@ -20,9 +20,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/loaderd/loaderd/augment"
+	"github.com/loaderd/loaderd/client/clienttest"
 	"github.com/loaderd/loaderd/client/sample"
 	"github.com/loaderd/loaderd/internal/convert"
-	"github.com/loaderd/loaderd/internal/cputime"
 	"github.com/loaderd/loaderd/loader"
 	"github.com/loaderd/loaderd/loader/objstore"
 	"github.com/loaderd/loaderd/loader/objstore/s3test"
@@ -131,14 +131,14 @@ func benchEpoch(b *testing.B, spec string, before func()) {
 			before()
 		}
 		b.StartTimer()
-		cpu0 := cputime.Process()
+		cpu0 := clienttest.CPUTime()
 		start := time.Now()
 		n, f := runEpochFirst(b, spec)
 		images += n
 		first += f
 		took += time.Since(start)
 		// The server's CPU is not counted: versitygw is another process.
-		cpu += cputime.Process() - cpu0
+		cpu += clienttest.CPUTime() - cpu0
 	}
 	b.ReportMetric(float64(images)/took.Seconds(), "images/s")
 	b.ReportMetric(float64(cpu.Microseconds())/float64(images), "cpu-µs/image")

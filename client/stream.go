@@ -52,6 +52,10 @@ type StreamConfig struct {
 // hiccups instead of stalling the workers.
 const DefaultPrefetch = 8
 
+// MaxBatchSize is the most samples a stream's batch may hold: the daemon
+// refuses an Open that asks for more.
+const MaxBatchSize = wire.MaxBatchSize
+
 // Batch is one received batch. Data, and the slices beside it, stay valid
 // until Release.
 type Batch struct {

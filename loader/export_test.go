@@ -12,3 +12,6 @@ func Plan(l *Loader) {
 	l.planLocked()
 	l.mu.Unlock()
 }
+
+// SkipWithoutFaultAddress is skipWithoutFaultAddress for the external tests.
+var SkipWithoutFaultAddress = skipWithoutFaultAddress

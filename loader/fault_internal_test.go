@@ -43,6 +43,7 @@ func TestMappedFault(t *testing.T) {
 // TestGuardOpen: a fault while a format indexes a mapped file that
 // shrank is an ErrFault naming the file; any other panic goes on.
 func TestGuardOpen(t *testing.T) {
+	skipWithoutFaultAddress(t)
 	page := os.Getpagesize()
 	path := filepath.Join(t.TempDir(), "x.bin")
 	if err := os.WriteFile(path, make([]byte, 3*page), 0o644); err != nil {

@@ -141,6 +141,7 @@ func openMapped(t *testing.T, pool *loader.Pool, mk mappedFormat, mod func(*load
 // *RecordError names the file and wraps ErrFault, and another stream on
 // the same pool reads on to its end.
 func TestTruncatedFileFailsTheSample(t *testing.T) {
+	loader.SkipWithoutFaultAddress(t)
 	for name, mk := range mappedFormats {
 		t.Run(name, func(t *testing.T) {
 			pool := loader.NewPool(2)
@@ -175,6 +176,7 @@ func TestTruncatedFileFailsTheSample(t *testing.T) {
 // truncation cut off are replaced and reported, each with an ErrFault
 // naming the file, and the stream reads its epoch to the end.
 func TestTruncatedFileSkipsTheSample(t *testing.T) {
+	loader.SkipWithoutFaultAddress(t)
 	for name, mk := range mappedFormats {
 		t.Run(name, func(t *testing.T) {
 			pool := loader.NewPool(2)

@@ -11,7 +11,8 @@ bin=$(mktemp -d)
 sock="$bin/loaderd.sock"
 daemon=""
 trap '[ -n "$daemon" ] && kill -TERM "$daemon" 2>/dev/null; wait 2>/dev/null; rm -rf "$bin"' EXIT
-go build -o "$bin/" ./cmd/loaderd ./cmd/trainer
+. scripts/lib/modules.sh
+build_commands "$bin"
 
 "$bin/loaderd" serve --unix "$sock" --listen 127.0.0.1:0 --log-level warn &
 daemon=$!

@@ -39,7 +39,7 @@ done
   || { echo "gpu-bundle: the GPU machines are linux/amd64; this Go builds $(go env GOOS)/$(go env GOARCH)" >&2; exit 1; }
 
 # Packages whose tests need (or prove something about) a GPU.
-test_pkgs=(./trainer/cuda ./trainer/cuda/driver ./trainer/cuda/kernels ./trainer/nccl ./trainer/devices)
+test_pkgs=(./cuda ./cuda/driver ./cuda/kernels ./nccl ./devices) # in the trainer module
 
 rm -rf "$dir/bin" "$dir/test" "$dir/lib" "$dir/MANIFEST"
 mkdir -p "$dir/bin" "$dir/test" "$dir/lib" "$dir/data"
@@ -48,8 +48,10 @@ mkdir -p "$dir/bin" "$dir/test" "$dir/lib" "$dir/data"
 flags=(-trimpath -ldflags='-s -w')
 [ "$quick" = 0 ] || flags=()
 t0=$SECONDS
-go build ${flags[@]+"${flags[@]}"} -o "$dir/bin/" ./cmd/loaderd ./cmd/trainer
-go test -c ${flags[@]+"${flags[@]}"} -o "$dir/test/" "${test_pkgs[@]}"
+. scripts/lib/modules.sh
+build_commands "$dir/bin" ${flags[@]+"${flags[@]}"}
+test_dir=$(cd "$dir/test" && pwd)
+(cd trainer && go test -c ${flags[@]+"${flags[@]}"} -o "$test_dir/" "${test_pkgs[@]}")
 for lib in /usr/lib/x86_64-linux-gnu/libturbojpeg.so.0 /usr/lib/x86_64-linux-gnu/libjpeg.so.62; do
   [ -e "$lib" ] && cp -L "$lib" "$dir/lib/"
 done

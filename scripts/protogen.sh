@@ -45,7 +45,7 @@ export PATH="$gobin:$PATH"
 
 gen_files() { find proto -name '*.pb.go' -type f | sort; }
 before=$(gen_files | xargs -r sha256sum)
-go generate ./proto/...
+(cd proto && GOWORK=off go generate ./...)
 after=$(gen_files | xargs -r sha256sum)
 
 if [ "$check" = 1 ] && [ "$before" != "$after" ]; then

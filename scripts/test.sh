@@ -34,13 +34,37 @@ export LOADERD_REQUIRE_MPI="${LOADERD_REQUIRE_MPI:-1}"
 ./scripts/s3-setup.sh
 export LOADERD_REQUIRE_S3="${LOADERD_REQUIRE_S3:-1}"
 
+. scripts/lib/modules.sh
+# Every module's tests that need a daemon run this one (client/clienttest).
+bin=$(mktemp -d "${TMPDIR:-/tmp}/loaderd-test-bin.XXXXXX")
+trap 'rm -rf "$bin"' EXIT
+build_commands "$bin"
+export LOADERD_BIN="$bin/loaderd"
+# in_modules CMD...: run CMD in every module's directory.
+in_modules() {
+  local m
+  for m in "${MODULES[@]}"; do
+    (cd "$m" && "$@") || { echo "in module $m: $* failed"; return 1; }
+  done
+}
+
 test -z "$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go') | grep -v '\.pb\.go$' || true)" \
   || { echo "gofmt would change:"; gofmt -l . | grep -v '\.pb\.go$'; exit 1; }
-go vet ./...
-staticcheck ./...
-go test -count=1 ./...
+# The generated protobuf code must be what the .proto and the pinned
+# generators make.
+./scripts/protogen.sh --check
+in_modules go vet ./...
+in_modules staticcheck ./...
+# The other platforms loaderd builds for (scripts/cross.sh says which
+# packages each one covers), and the pure-Go tests on arm64 under qemu.
+./scripts/cross.sh
+in_modules go test -count=1 ./...
 # The concurrent packages again under the race detector.
-go test -count=1 -race ./sampler/... ./pinned/... ./loader/... ./internal/... ./client/... ./trainer/...
+(cd sampler && go test -count=1 -race ./...)
+(cd pinned && go test -count=1 -race ./...)
+(cd client && go test -count=1 -race ./...)
+(cd trainer && go test -count=1 -race ./...)
+go test -count=1 -race ./loader/... ./internal/...
 
 # Fuzz each decoder entry point for a bounded time (the seed corpora ran above).
 # go test -fuzz can report "context deadline exceeded" with no failing
@@ -50,7 +74,7 @@ go test -count=1 -race ./sampler/... ./pinned/... ./loader/... ./internal/... ./
 fuzz() {
   local out
   for try in 1 2; do
-    if out=$(go test -run '^$' -fuzz "^$2\$" -fuzztime "${FUZZTIME:-10s}" "$1" 2>&1); then
+    if out=$(cd "$1" && go test -run '^$' -fuzz "^$3\$" -fuzztime "${FUZZTIME:-10s}" "$2" 2>&1); then
       echo "$out" | tail -n 2
       return 0
     fi
@@ -58,13 +82,16 @@ fuzz() {
     if [ "$try" = 2 ] || ! echo "$out" | grep -q 'context deadline exceeded' || echo "$out" | grep -q 'Failing input written'; then
       return 1
     fi
-    echo "fuzz $2: the fuzzer's deadline, not a finding; once more"
+    echo "fuzz $3: the fuzzer's deadline, not a finding; once more"
   done
 }
-for pkg in ./loader/imagedec/ ./loader/format/tar/ ./loader/format/arrow/ ./loader/format/parquet/ ./internal/jpegdec/ ./internal/jpegx/ ./client/wire/; do
-  targets=$(go test -list '^Fuzz' "$pkg" | grep '^Fuzz' || true)
-  [ -n "$targets" ] || { echo "no fuzz targets in $pkg"; exit 1; }
-  for target in $targets; do fuzz "$pkg" "$target"; done
+# MODULE:PACKAGE, the package relative to its module.
+for at in .:./loader/imagedec/ .:./loader/format/tar/ .:./loader/format/arrow/ .:./loader/format/parquet/ \
+  .:./loader/imagedec/jpegx/ client:./wire/; do
+  mod=${at%%:*} pkg=${at#*:}
+  targets=$(cd "$mod" && go test -list '^Fuzz' "$pkg" | grep '^Fuzz' || true)
+  [ -n "$targets" ] || { echo "no fuzz targets in $mod/$pkg"; exit 1; }
+  for target in $targets; do fuzz "$mod" "$pkg" "$target"; done
 done
 # The Python client against a daemon built from this checkout
 # (needs scripts/python-setup.sh's Debian packages).

@@ -3,24 +3,26 @@ package trainer_test
 import (
 	"context"
 	"fmt"
-	"log/slog"
-	"net"
 
 	"github.com/loaderd/loaderd/client"
-	"github.com/loaderd/loaderd/internal/server"
-	"github.com/loaderd/loaderd/loader/format/synthetic"
+	"github.com/loaderd/loaderd/client/clienttest"
 	"github.com/loaderd/loaderd/trainer"
 )
 
 func ExampleTrain() {
-	// A daemon serving 256 synthetic images (in production: loaderd serve).
-	srv, _ := server.New(server.Options{Logger: slog.New(slog.DiscardHandler)},
-		&server.Dataset{Name: "train", Spec: "synthetic", Source: synthetic.New(256, 0)})
-	lis, _ := net.Listen("tcp", "127.0.0.1:0")
-	go srv.Serve(lis)
-	defer srv.Shutdown(context.Background())
+	// A daemon serving 256 synthetic images (in production: loaderd serve
+	// --dataset train=...).
+	bin, err := clienttest.Binary()
+	if err != nil {
+		panic(err)
+	}
+	d, err := clienttest.New(bin, "--dataset", "train=synthetic:256")
+	if err != nil {
+		panic(err)
+	}
+	defer d.Stop()
 
-	c, err := client.Dial(lis.Addr().String())
+	c, err := client.Dial(d.Addr)
 	if err != nil {
 		panic(err)
 	}

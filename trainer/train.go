@@ -7,7 +7,6 @@ import (
 	"math"
 	"time"
 
-	"github.com/loaderd/loaderd/augment"
 	"github.com/loaderd/loaderd/sampler"
 	"github.com/loaderd/loaderd/trainer/amp"
 	"github.com/loaderd/loaderd/trainer/nn"
@@ -235,14 +234,6 @@ func (c *TrainConfig) Validate() error {
 	}
 	if c.LabelSmoothing < 0 || c.LabelSmoothing >= 1 {
 		bad("label smoothing %g: want 0 <= smoothing < 1", c.LabelSmoothing)
-	}
-	if c.Augment != "" {
-		if _, err := augment.ParseOps(c.Augment); err != nil {
-			bad("augment: %v", err)
-		}
-	}
-	if _, err := augment.ParseOps(c.EvalAugment); err != nil {
-		bad("eval augment: %v", err)
 	}
 	if c.Prefetch < 0 {
 		bad("prefetch %d is negative", c.Prefetch)

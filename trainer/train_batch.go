@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 
-	"github.com/loaderd/loaderd/client/wire"
+	"github.com/loaderd/loaderd/client"
 	"github.com/loaderd/loaderd/trainer/nn"
 	"github.com/loaderd/loaderd/trainer/parallel"
 	"github.com/loaderd/loaderd/trainer/tensor"
@@ -110,9 +110,9 @@ func autoBatch(cfg *TrainConfig, g int) (int, []BatchTrial, error) {
 		return err
 	}
 	// ddp splits the batch over the ranks, DataParallel over the devices:
-	// equal shares either way. One stream carries at most wire.MaxBatchSize.
+	// equal shares either way. One stream carries at most client.MaxBatchSize.
 	step := max(cfg.world(), cfg.Devices)
-	hi := wire.MaxBatchSize * cfg.world()
+	hi := client.MaxBatchSize * cfg.world()
 	return searchBatch(max(cfg.Batch, 32), step, hi, fits)
 }
 

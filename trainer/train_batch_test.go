@@ -9,9 +9,7 @@ import (
 	"testing"
 
 	"github.com/loaderd/loaderd/client"
-	"github.com/loaderd/loaderd/internal/server"
-	"github.com/loaderd/loaderd/internal/servertest"
-	"github.com/loaderd/loaderd/loader/format/synthetic"
+	"github.com/loaderd/loaderd/client/clienttest"
 	"github.com/loaderd/loaderd/trainer/nn"
 	"github.com/loaderd/loaderd/trainer/tensor"
 )
@@ -153,8 +151,8 @@ func TestAutoBatch(t *testing.T) {
 		prev = b
 	}
 
-	_, addr := servertest.Start(t, server.Options{},
-		&server.Dataset{Name: "train", Spec: "synthetic", Source: synthetic.New(1024, 0)})
+	addr := clienttest.Start(t, "--workers", "2",
+		"--dataset", "train=synthetic:1024").Addr
 	cl, err := client.Dial(addr)
 	if err != nil {
 		t.Fatal(err)

@@ -39,8 +39,6 @@ func TestTrainConfigValidate(t *testing.T) {
 		{"smoothing", func(c *TrainConfig) { c.LabelSmoothing = 1 }, []string{"label smoothing 1"}},
 		{"tf32 on cpu", func(c *TrainConfig) { c.Device, c.TF32 = DeviceCPU, true }, []string{`tf32 is for CUDA devices, not "cpu"`}},
 		{"tf32 on cuda", func(c *TrainConfig) { c.Device, c.TF32 = DeviceCUDA, true }, nil},
-		{"augment", func(c *TrainConfig) { c.Augment = "crop=x" }, []string{"augment:"}},
-		{"eval augment", func(c *TrainConfig) { c.EvalAugment = "blur" }, []string{"eval augment:"}},
 		{"negatives", func(c *TrainConfig) { c.Prefetch, c.CheckpointEvery, c.MaxSteps, c.Goroutines = -1, -1, -1, -1 },
 			[]string{"prefetch -1", "checkpoint every -1", "max steps -1", "goroutines -1"}},
 		{"all at once", func(c *TrainConfig) { c.Model, c.Mode, c.Epochs, c.LR = "x", "y", 0, 0 },

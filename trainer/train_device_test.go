@@ -9,9 +9,7 @@ import (
 	"testing"
 
 	"github.com/loaderd/loaderd/client"
-	"github.com/loaderd/loaderd/internal/server"
-	"github.com/loaderd/loaderd/internal/servertest"
-	"github.com/loaderd/loaderd/loader/format/synthetic"
+	"github.com/loaderd/loaderd/client/clienttest"
 	"github.com/loaderd/loaderd/trainer/cuda"
 	"github.com/loaderd/loaderd/trainer/nn"
 	"github.com/loaderd/loaderd/trainer/tensor"
@@ -136,8 +134,8 @@ func TestDeviceConfig(t *testing.T) {
 // Train routes Device "cuda" through openDevices: with CPU devices standing
 // in, the run is the CPU run to the last bit, and reports cuda.
 func TestTrainOnCUDADevices(t *testing.T) {
-	_, addr := servertest.Start(t, server.Options{},
-		&server.Dataset{Name: "train", Spec: "synthetic", Source: synthetic.New(256, 0)})
+	addr := clienttest.Start(t, "--workers", "2",
+		"--dataset", "train=synthetic:256").Addr
 	c, err := client.Dial(addr)
 	if err != nil {
 		t.Fatal(err)

@@ -54,15 +54,20 @@ func (e *evaluator) syncState() error {
 	return nil
 }
 
+// evalStream is the stream an evaluation reads: one unshuffled pass.
+func evalStream(cfg *TrainConfig) client.StreamConfig {
+	return client.StreamConfig{Dataset: cfg.Eval, BatchSize: cfg.EvalBatch, NoShuffle: true, Epochs: 1,
+		Augment: cfg.EvalAugment, DType: sample.F32, Layout: sample.CHW, SharedMemory: cfg.SharedMemory,
+		Prefetch: cfg.Prefetch, Name: cfg.Name + "-eval"}
+}
+
 // run evaluates one pass over dataset.
 func (e *evaluator) run(ctx context.Context, c *client.Client, cfg *TrainConfig) (*EvalResult, error) {
 	t0 := time.Now()
 	if err := e.syncState(); err != nil {
 		return nil, fmt.Errorf("trainer: eval: %w", err)
 	}
-	s, err := c.Open(ctx, client.StreamConfig{Dataset: cfg.Eval, BatchSize: cfg.EvalBatch, NoShuffle: true, Epochs: 1,
-		Augment: cfg.EvalAugment, DType: sample.F32, Layout: sample.CHW, SharedMemory: cfg.SharedMemory,
-		Prefetch: cfg.Prefetch, Name: cfg.Name + "-eval"})
+	s, err := c.Open(ctx, evalStream(cfg))
 	if err != nil {
 		return nil, err
 	}

@@ -9,9 +9,7 @@ import (
 	"unsafe"
 
 	"github.com/loaderd/loaderd/client"
-	"github.com/loaderd/loaderd/internal/server"
-	"github.com/loaderd/loaderd/internal/servertest"
-	"github.com/loaderd/loaderd/loader/format/synthetic"
+	"github.com/loaderd/loaderd/client/clienttest"
 	"github.com/loaderd/loaderd/trainer/nn"
 	"github.com/loaderd/loaderd/trainer/tensor"
 )
@@ -55,8 +53,8 @@ func (d *registering) UnregisterHost(mem []byte) error {
 // before the streams close; inline streams register nothing; a failed
 // registration is reported and training goes on.
 func TestRegistersSharedRegion(t *testing.T) {
-	_, addr := servertest.Start(t, server.Options{},
-		&server.Dataset{Name: "train", Spec: "synthetic", Source: synthetic.New(128, 0)})
+	addr := clienttest.Start(t, "--workers", "2",
+		"--dataset", "train=synthetic:128").Addr
 	c, err := client.Dial(addr)
 	if err != nil {
 		t.Fatal(err)

@@ -140,6 +140,18 @@ func checkDatasets(ctx context.Context, c *client.Client, cfg *TrainConfig) (int
 			errs = append(errs, fmt.Errorf("the daemon serves no dataset %q (it serves %q)", name, names))
 		}
 	}
+	if len(errs) == 0 && cfg.Eval != "" {
+		// The daemon parses augmentation specs: opening the eval stream
+		// now turns a bad --eval-augment into an error before training
+		// rather than after the first epoch. (The training stream opens
+		// next, so its spec is checked as early.)
+		s, err := c.Open(ctx, evalStream(cfg))
+		if err != nil {
+			errs = append(errs, fmt.Errorf("eval dataset %q with augment %q: %w", cfg.Eval, cfg.EvalAugment, err))
+		} else {
+			s.Close()
+		}
+	}
 	if len(errs) > 0 {
 		return 0, fmt.Errorf("%w: %w", ErrTrainConfig, errors.Join(errs...))
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -12,9 +13,7 @@ import (
 	"time"
 
 	"github.com/loaderd/loaderd/client"
-	"github.com/loaderd/loaderd/internal/server"
-	"github.com/loaderd/loaderd/internal/servertest"
-	"github.com/loaderd/loaderd/loader/format/synthetic"
+	"github.com/loaderd/loaderd/client/clienttest"
 	"github.com/loaderd/loaderd/sampler"
 	"github.com/loaderd/loaderd/trainer"
 	"github.com/loaderd/loaderd/trainer/nn"
@@ -24,9 +23,8 @@ import (
 // (another seed: the same classes, different images) on a loopback port.
 func startDaemon(t testing.TB, n, nval int64) *client.Client {
 	t.Helper()
-	_, addr := servertest.Start(t, server.Options{},
-		&server.Dataset{Name: "train", Spec: "synthetic", Source: synthetic.New(n, 0)},
-		&server.Dataset{Name: "val", Spec: "synthetic", Source: synthetic.New(nval, 7)})
+	addr := clienttest.Start(t, "--workers", "2",
+		"--dataset", fmt.Sprintf("train=synthetic:%d", n), "--dataset", fmt.Sprintf("val=synthetic:%d?seed=7", nval)).Addr
 	c, err := client.Dial(addr)
 	if err != nil {
 		t.Fatal(err)
@@ -245,5 +243,37 @@ func TestResumeBesideTornTemp(t *testing.T) {
 	}
 	if _, err := os.Stat(torn); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("the torn temporary file is still there (%v)", err)
+	}
+}
+
+// TestBadAugmentBeforeTraining: the daemon parses augmentation specs, so a
+// bad one comes back as the daemon's error when Train starts, before any
+// step, for the evaluation's spec as for the training's.
+func TestBadAugmentBeforeTraining(t *testing.T) {
+	c := startDaemon(t, 64, 32)
+	for _, tt := range []struct {
+		name       string
+		set        func(*trainer.TrainConfig)
+		want, spec string
+	}{
+		{"train", func(cfg *trainer.TrainConfig) { cfg.Augment = "crop=x" }, "", "crop=x"},
+		{"eval", func(cfg *trainer.TrainConfig) { cfg.EvalAugment = "blur" }, "eval dataset \"val\"", "blur"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := trainer.TrainConfig{Dataset: "train", Eval: "val", Model: "mlp", Devices: 1, Batch: 16, Epochs: 1,
+				Momentum: 0.9}
+			tt.set(&cfg)
+			cfg.EnsureDefaults()
+			if err := cfg.Validate(); err != nil {
+				t.Fatal(err)
+			}
+			res, err := trainer.Train(context.Background(), c, cfg)
+			if err == nil || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), tt.spec) {
+				t.Fatalf("Train with a bad %s augment: %v", tt.name, err)
+			}
+			if res != nil && res.Steps != 0 {
+				t.Fatalf("%d steps trained before the bad %s augment was reported", res.Steps, tt.name)
+			}
+		})
 	}
 }

@@ -1,7 +1,9 @@
-// Package clienttest implements starting a real loaderd daemon for the
-// tests of programs that link the client, as net/http/httptest does for
-// HTTP: a separate process serving on a Unix socket in the test's
-// temporary directory, stopped when the test ends.
+// Package clienttest implements what the tests and benchmarks of programs
+// that link the client need: a real loaderd daemon to talk to, as
+// net/http/httptest gives an HTTP server (a separate process serving on a
+// Unix socket in a temporary directory, stopped when the test ends); the
+// check that keeps a module's graph free of the daemon's dependencies
+// (ForbidModules); and the process's CPU time, for figures per image.
 //
 // The daemon is a separate binary, so a test that uses this package links
 // nothing of the daemon: the client's and the trainer's modules stay free

@@ -8,9 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/loaderd/loaderd/internal/server"
-	"github.com/loaderd/loaderd/internal/servertest"
-	"github.com/loaderd/loaderd/loader/format/synthetic"
+	"github.com/loaderd/loaderd/client/clienttest"
 	"github.com/loaderd/loaderd/trainer"
 	"github.com/loaderd/loaderd/trainer/devices"
 	"github.com/loaderd/loaderd/trainer/dist"
@@ -68,9 +66,8 @@ func TestDevicesCommand(t *testing.T) {
 }
 
 func startDaemon(t *testing.T) string {
-	_, addr := servertest.Start(t, server.Options{},
-		&server.Dataset{Name: "train", Spec: "synthetic", Source: synthetic.New(256, 0)},
-		&server.Dataset{Name: "val", Spec: "synthetic", Source: synthetic.New(64, 3)})
+	addr := clienttest.Start(t, "--workers", "2",
+		"--dataset", "train=synthetic:256", "--dataset", "val=synthetic:64?seed=3").Addr
 	return addr
 }
 

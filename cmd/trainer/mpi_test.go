@@ -15,9 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/loaderd/loaderd/internal/server"
-	"github.com/loaderd/loaderd/internal/servertest"
-	"github.com/loaderd/loaderd/loader/format/synthetic"
+	"github.com/loaderd/loaderd/client/clienttest"
 	"github.com/loaderd/loaderd/trainer"
 	"github.com/loaderd/loaderd/trainer/mpi"
 	"github.com/loaderd/loaderd/trainer/nn"
@@ -292,7 +290,7 @@ func TestMPITrain(t *testing.T) {
 
 // startDaemonN serves n synthetic samples as "train" on a loopback port.
 func startDaemonN(t *testing.T, n int64) string {
-	_, addr := servertest.Start(t, server.Options{},
-		&server.Dataset{Name: "train", Spec: "synthetic", Source: synthetic.New(n, 0)})
+	addr := clienttest.Start(t, "--workers", "2",
+		"--dataset", fmt.Sprintf("train=synthetic:%d", n)).Addr
 	return addr
 }

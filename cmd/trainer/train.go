@@ -10,9 +10,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/loaderd/loaderd/client"
-	"github.com/loaderd/loaderd/internal/bytesize"
 	"github.com/loaderd/loaderd/trainer"
 	"github.com/loaderd/loaderd/trainer/devices"
 	"github.com/loaderd/loaderd/trainer/dist"
@@ -109,7 +109,7 @@ func trainMain(ctx context.Context, args []string) error {
 	fs.StringVar(&c.AMP, "amp", "", "mixed precision: off, bf16, or fp16 (f32 master weights; fp16 with dynamic loss scaling) (default off)")
 	fs.Func("batch", "global batch size, or auto: the largest that fits (doubling, then bisecting; under --device-memory on CPU devices); each ddp rank takes batch/devices (default 128)", batchFlag(&c.TrainConfig))
 	fs.Func("device-memory", "bytes each device may allocate, e.g. 2GiB (needed by --batch auto on CPU devices)", func(v string) error {
-		n, err := bytesize.Parse(v)
+		n, err := parseBytes(v)
 		c.DeviceMemory = n
 		return err
 	})
@@ -275,4 +275,18 @@ func batchFlag(c *trainer.TrainConfig) func(string) error {
 		c.AutoBatch, c.Batch = false, n
 		return nil
 	}
+}
+
+// parseBytes reads a memory size: bytes, or a number with a binary unit
+// (KiB, MiB, GiB, TiB, or K, M, G, T), e.g. 2GiB or 1.5G.
+func parseBytes(s string) (int64, error) {
+	t := strings.TrimSpace(s)
+	num := strings.TrimRightFunc(t, unicode.IsLetter)
+	shift, ok := map[string]uint{"": 0, "B": 0, "K": 10, "KiB": 10, "M": 20, "MiB": 20,
+		"G": 30, "GiB": 30, "T": 40, "TiB": 40}[t[len(num):]]
+	v, err := strconv.ParseFloat(strings.TrimSpace(num), 64)
+	if !ok || err != nil || v < 0 || v >= float64(int64(1)<<(62-shift)) {
+		return 0, fmt.Errorf("size %q: want bytes, or a number with KiB, MiB, GiB or TiB", s)
+	}
+	return int64(v * float64(int64(1)<<shift)), nil
 }

@@ -24,7 +24,6 @@ import (
 	"github.com/loaderd/loaderd/internal/server"
 	_ "github.com/loaderd/loaderd/loader/format/tar"
 	"github.com/loaderd/loaderd/loader/objstore/s3test"
-	"github.com/loaderd/loaderd/trainer/dist"
 )
 
 // TestMain doubles as a node's daemon: `loaderd serve --unix SOCK
@@ -201,18 +200,23 @@ func TestTwoNodes(t *testing.T) {
 // runRank is one training process: torchrun's variables alone say which
 // daemon (its node's) and which slice (its global rank).
 func runRank(env map[string]string, sockets []string, got func(*client.Batch, int)) error {
-	launch, err := dist.FromEnv(func(k string) string { return env[k] })
-	if err != nil {
-		return err
-	}
-	localWorld, err := strconv.Atoi(env["LOCAL_WORLD_SIZE"])
-	if err != nil {
-		return err
+	// The trainer reads the same variables (trainer/dist.FromEnv, tested
+	// there); this module cannot link the trainer, so it reads them itself.
+	var rank, world, localRank, localWorld int
+	for _, v := range []struct {
+		name string
+		to   *int
+	}{{"RANK", &rank}, {"WORLD_SIZE", &world}, {"LOCAL_RANK", &localRank}, {"LOCAL_WORLD_SIZE", &localWorld}} {
+		n, err := strconv.Atoi(env[v.name])
+		if err != nil {
+			return fmt.Errorf("%s: %w", v.name, err)
+		}
+		*v.to = n
 	}
 	// Ranks are numbered node by node: the node is (RANK-LOCAL_RANK)/LOCAL_WORLD_SIZE,
 	// torchrun's GROUP_RANK. On a real cluster every node's daemon sits at
 	// the same path; here the node picks the directory.
-	node := (launch.Rank - launch.LocalRank) / localWorld
+	node := (rank - localRank) / localWorld
 	if strconv.Itoa(node) != env["GROUP_RANK"] {
 		return fmt.Errorf("node %d from RANK, LOCAL_RANK and LOCAL_WORLD_SIZE, but GROUP_RANK=%s", node, env["GROUP_RANK"])
 	}
@@ -223,7 +227,7 @@ func runRank(env map[string]string, sockets []string, got func(*client.Batch, in
 	defer cl.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	s, err := cl.Open(ctx, client.StreamConfig{Dataset: "cifar", Rank: launch.Rank, World: launch.World, BatchSize: batch,
+	s, err := cl.Open(ctx, client.StreamConfig{Dataset: "cifar", Rank: rank, World: world, BatchSize: batch,
 		Seed: 42, Epochs: epochs, SharedMemory: true, Name: "rank" + env["RANK"]})
 	if err != nil {
 		return err
@@ -237,7 +241,7 @@ func runRank(env map[string]string, sockets []string, got func(*client.Batch, in
 			}
 			return err
 		}
-		got(b, launch.Rank)
+		got(b, rank)
 		b.Release()
 	}
 }

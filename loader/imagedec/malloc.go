@@ -2,8 +2,6 @@ package imagedec
 
 import (
 	"github.com/ebitengine/purego"
-
-	"github.com/loaderd/loaderd/internal/dynlib"
 )
 
 // libjpeg takes each image's working memory (row buffers, and for a
@@ -39,8 +37,8 @@ func tuneMalloc() {
 	if err != nil {
 		return
 	}
-	p, err := dynlib.Sym(h, "mallopt")
-	if err != nil {
+	p, ok := dlsym(h, "mallopt")
+	if !ok {
 		return
 	}
 	for _, s := range [...]struct{ param, value int32 }{{mMmapThreshold, mallocMmap}, {mTrimThreshold, mallocTrim}} {

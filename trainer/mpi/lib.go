@@ -8,7 +8,7 @@ import (
 
 	"github.com/ebitengine/purego"
 
-	"github.com/loaderd/loaderd/internal/dynlib"
+	"github.com/loaderd/loaderd/trainer/internal/dynlib"
 )
 
 // Names are the library files Load tries, in order: Open MPI's ABI

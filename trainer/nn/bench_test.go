@@ -4,7 +4,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/loaderd/loaderd/internal/cputime"
+	"github.com/loaderd/loaderd/client/clienttest"
 )
 
 // benchTrainStep measures forward + loss + backward of a model on one CPU
@@ -46,13 +46,13 @@ func benchTrainStep(b *testing.B, build func() Module, workers, batch int) {
 	b.ReportAllocs()
 	b.SetBytes(int64(4 * len(x)))
 	b.ResetTimer()
-	cpu0 := cputime.Process()
+	cpu0 := clienttest.CPUTime()
 	for range b.N {
 		step()
 	}
 	b.ReportMetric(float64(b.N*batch)/b.Elapsed().Seconds(), "images/s")
 	// CPU time per image is steadier than wall time on a shared machine.
-	b.ReportMetric((cputime.Process()-cpu0).Seconds()*1e6/float64(b.N*batch), "cpu-µs/image")
+	b.ReportMetric((clienttest.CPUTime()-cpu0).Seconds()*1e6/float64(b.N*batch), "cpu-µs/image")
 }
 
 func cnn() Module { m, _ := NewCNN(DefaultCNN); return m }

@@ -5,7 +5,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/loaderd/loaderd/internal/cputime"
+	"github.com/loaderd/loaderd/client/clienttest"
 	"github.com/loaderd/loaderd/trainer/nn"
 	"github.com/loaderd/loaderd/trainer/optim"
 )
@@ -35,14 +35,14 @@ func benchDP(b *testing.B, k, workers, batch int, syncBN bool) {
 	b.ReportAllocs()
 	b.SetBytes(int64(4 * len(x)))
 	b.ResetTimer()
-	cpu0 := cputime.Process()
+	cpu0 := clienttest.CPUTime()
 	for range b.N {
 		if _, err := dp.Step(x, labels, 0.01); err != nil {
 			b.Fatal(err)
 		}
 	}
 	b.ReportMetric(float64(b.N*batch)/b.Elapsed().Seconds(), "images/s")
-	b.ReportMetric((cputime.Process()-cpu0).Seconds()*1e6/float64(b.N*batch), "cpu-µs/image")
+	b.ReportMetric((clienttest.CPUTime()-cpu0).Seconds()*1e6/float64(b.N*batch), "cpu-µs/image")
 }
 
 func BenchmarkDataParallel(b *testing.B) {

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/loaderd/loaderd/augment"
-	"github.com/loaderd/loaderd/internal/cputime"
+	"github.com/loaderd/loaderd/client/clienttest"
 	"github.com/loaderd/loaderd/loader"
 	"github.com/loaderd/loaderd/loader/imagedec"
 	"github.com/loaderd/loaderd/loader/internal/loadertest"
@@ -43,7 +43,7 @@ func BenchmarkImageNetPipeline(b *testing.B) {
 			}
 			defer l.Close()
 			b.ResetTimer()
-			cpu0 := cputime.Process()
+			cpu0 := clienttest.CPUTime()
 			for n := 0; n < b.N; {
 				bt, err := l.Next(context.Background())
 				if err != nil {
@@ -54,7 +54,7 @@ func BenchmarkImageNetPipeline(b *testing.B) {
 			}
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "images/s")
 			// Per image, all workers and the consumer: what idle cores would give.
-			b.ReportMetric(float64((cputime.Process()-cpu0).Microseconds())/1000/float64(b.N), "cpu-ms/image")
+			b.ReportMetric(float64((clienttest.CPUTime()-cpu0).Microseconds())/1000/float64(b.N), "cpu-ms/image")
 		})
 	}
 }

@@ -22,12 +22,11 @@
 package loaderdv1
 
 import (
+	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
+	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	reflect "reflect"
 	sync "sync"
 	unsafe "unsafe"
-
-	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
-	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 )
 
 const (
@@ -37,8 +36,9 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
-// DType is the element type of a tensor. Values mirror sample.DType so a Go
-// server converts with a plain cast; 0 means "not specified".
+// DType is the element type of a tensor. Values mirror the Go package
+// client/sample's DType, so both ends convert with a plain cast; 0 means
+// "not specified".
 type DType int32
 
 const (
@@ -99,8 +99,8 @@ func (DType) EnumDescriptor() ([]byte, []int) {
 	return file_loaderd_v1_loader_proto_rawDescGZIP(), []int{0}
 }
 
-// Layout is the order of one image's axes in memory. Values mirror
-// sample.Layout; 0 means "not specified".
+// Layout is the order of one image's axes in memory. Values mirror the Go
+// package client/sample's Layout; 0 means "not specified".
 type Layout int32
 
 const (

@@ -6,7 +6,7 @@ import (
 
 	"github.com/ebitengine/purego"
 
-	"github.com/loaderd/loaderd/internal/dynlib"
+	"github.com/loaderd/loaderd/trainer/internal/dynlib"
 )
 
 // Handles of the CUDA driver API, as opaque pointers.

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/loaderd/loaderd/internal/dynlib"
+	"github.com/loaderd/loaderd/trainer/internal/dynlib"
 )
 
 func TestOpenMissingIsTypedError(t *testing.T) {

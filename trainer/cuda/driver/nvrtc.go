@@ -9,7 +9,7 @@ import (
 
 	"github.com/ebitengine/purego"
 
-	"github.com/loaderd/loaderd/internal/dynlib"
+	"github.com/loaderd/loaderd/trainer/internal/dynlib"
 )
 
 // NVRTCNames are the file names LoadNVRTC tries, newest CUDA first; the

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"unsafe"
 
-	"github.com/loaderd/loaderd/internal/dynlib"
+	"github.com/loaderd/loaderd/trainer/internal/dynlib"
 )
 
 // fakeC records the arguments of the calls that go through

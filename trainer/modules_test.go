@@ -1,0 +1,20 @@
+package trainer_test
+
+import (
+	"testing"
+
+	"github.com/loaderd/loaderd/client/clienttest"
+)
+
+// TestNoDaemonModules keeps the trainer's module on the client's side of
+// the wire: it may bind native libraries (purego) and ask NVML for GPUs
+// (go-nvml), but never require the daemon or what only the daemon needs.
+func TestNoDaemonModules(t *testing.T) {
+	var forbid []string
+	for _, m := range clienttest.DaemonModules {
+		if m != "github.com/NVIDIA/go-nvml" && m != "github.com/ebitengine/purego" {
+			forbid = append(forbid, m)
+		}
+	}
+	clienttest.ForbidModules(t, forbid...)
+}
