@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"time"
 
@@ -126,8 +127,13 @@ type Stream struct {
 	stats Stats
 }
 
-// Open starts a stream and waits for its header.
+// Open starts a stream and waits for its header. SharedMemory is refused
+// (an error matching errors.ErrUnsupported) where pinned.SharedSupported is
+// false: outside Linux.
 func (c *Client) Open(ctx context.Context, cfg StreamConfig) (*Stream, error) {
+	if cfg.SharedMemory && !pinned.SharedSupported {
+		return nil, fmt.Errorf("client: shared memory not supported on %s (use the inline transport): %w", runtime.GOOS, errors.ErrUnsupported)
+	}
 	if cfg.Prefetch == 0 {
 		cfg.Prefetch = DefaultPrefetch
 	}

@@ -1,6 +1,7 @@
 package pinned
 
 import (
+	"errors"
 	"log/slog"
 	"sync/atomic"
 )
@@ -20,6 +21,9 @@ func lockMem(b []byte, name string) bool {
 		return true
 	}
 	_ = munlockFn(b) // a failed mlock may leave a prefix locked
+	if errors.Is(err, errors.ErrUnsupported) {
+		return false // no locking on this platform (mem_other.go): nothing to warn about, nothing to raise
+	}
 	if lockWarned.CompareAndSwap(false, true) {
 		slog.Warn("pinned: mlock failed; falling back to pageable memory",
 			"name", name, "bytes", len(b), "err", err,

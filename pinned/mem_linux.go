@@ -10,6 +10,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// SharedSupported reports whether Config.Shared and Map work on this
+// platform: on Linux, through a sealed memfd.
+const SharedSupported = true
+
 // Injectable so tests can exercise the pageable fallback as root.
 var (
 	mlockFn   = unix.Mlock

@@ -10,6 +10,11 @@ import (
 	"unsafe"
 )
 
+// SharedSupported reports whether Config.Shared and Map work on this
+// platform. Outside Linux there is no memfd to seal and hand over: New with
+// Shared and Map return errors matching errors.ErrUnsupported.
+const SharedSupported = false
+
 // Outside Linux the pool is plain Go memory: never locked, never shared.
 var (
 	mlockFn   = func([]byte) error { return errors.ErrUnsupported }

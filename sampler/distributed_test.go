@@ -1,8 +1,10 @@
 package sampler
 
 import (
+	"encoding/json"
 	"errors"
-	"math"
+	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -92,9 +94,119 @@ func ranks(d Distributed, e int64) [][]int64 {
 	return out
 }
 
-// TestHandVectors pins torch's DistributedSampler output for shuffle=False,
-// worked out by hand from its list code (and checked in Python).
+// torchVectors is testdata/distributed-vectors.json: what PyTorch's own
+// DistributedSampler yields, written by scripts/sampler-vectors.py.
+//
+// Identity holds shuffle=False over range(N) for every (N, world,
+// drop_last) of propNs × propWorlds: each rank's list is then the positions
+// of the epoch order it takes, padding (wrapping to total_size) and the
+// drop_last cut included, and torch's split of any order is that order read
+// at those positions. Shuffled holds torch's own shuffled epoch orders and
+// its split of them, pinning the same rule on a non-identity order.
+type torchVectors struct {
+	Torch    string         `json:"torch"`
+	Epochs   []int64        `json:"epochs"`
+	Identity []identityCase `json:"identity"`
+	Shuffled []shuffledCase `json:"shuffled"`
+}
+
+type identityCase struct {
+	N          int64     `json:"n"`
+	World      int       `json:"world"`
+	DropLast   bool      `json:"drop_last"`
+	NumSamples int64     `json:"num_samples"`
+	TotalSize  int64     `json:"total_size"`
+	Ranks      [][]int64 `json:"ranks"`
+}
+
+type shuffledCase struct {
+	N     int64   `json:"n"`
+	Seed  uint64  `json:"seed"`
+	Epoch int64   `json:"epoch"`
+	Order []int64 `json:"order"` // torch's epoch order (world 1)
+	Cases []struct {
+		World    int       `json:"world"`
+		DropLast bool      `json:"drop_last"`
+		Ranks    [][]int64 `json:"ranks"`
+	} `json:"cases"`
+}
+
+func (c identityCase) String() string {
+	return fmt.Sprintf("N=%d world=%d drop_last=%t", c.N, c.World, c.DropLast)
+}
+
+// loadTorchVectors reads and sanity-checks the vectors file.
+func loadTorchVectors(t *testing.T) *torchVectors {
+	t.Helper()
+	const path = "testdata/distributed-vectors.json"
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (regenerate with /usr/bin/python3 scripts/sampler-vectors.py)", err)
+	}
+	var v torchVectors
+	if err := json.Unmarshal(b, &v); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	if len(v.Epochs) == 0 || len(v.Identity) == 0 || len(v.Shuffled) == 0 {
+		t.Fatalf("%s: %d epochs, %d identity cases, %d shuffled cases; want some of each",
+			path, len(v.Epochs), len(v.Identity), len(v.Shuffled))
+	}
+	for _, c := range v.Identity {
+		if len(c.Ranks) != c.World || c.TotalSize != c.NumSamples*int64(c.World) {
+			t.Fatalf("%s: %v: %d rank lists, num_samples %d, total_size %d", path, c, len(c.Ranks), c.NumSamples, c.TotalSize)
+		}
+		for r, idx := range c.Ranks {
+			if int64(len(idx)) != c.NumSamples {
+				t.Fatalf("%s: %v rank %d: %d entries, num_samples %d", path, c, r, len(idx), c.NumSamples)
+			}
+		}
+	}
+	return &v
+}
+
+// identity returns the identity case for (n, world, drop), or nil.
+func (v *torchVectors) identity(n int64, world int, drop bool) *identityCase {
+	for i, c := range v.Identity {
+		if c.N == n && c.World == world && c.DropLast == drop {
+			return &v.Identity[i]
+		}
+	}
+	return nil
+}
+
+// checkEpoch compares one rank's plan with want through Len, At and Fill
+// in chunks of every shape (short tails, 4-wide groups, one big buffer),
+// and checks that positions outside [0, Len()) are rejected.
+func checkEpoch(t *testing.T, name string, ep Epoch, want []int64) {
+	t.Helper()
+	if ep.Len() != int64(len(want)) {
+		t.Fatalf("%s: Len %d, torch %d", name, ep.Len(), len(want))
+	}
+	for p, w := range want {
+		if got := ep.At(int64(p)); got != w {
+			t.Fatalf("%s: At(%d) = %d, torch %d (torch's list %v)", name, p, got, w, want)
+		}
+	}
+	buf := make([]int64, len(want)+9)
+	for _, chunk := range []int{1, 3, 4, 7, 9, len(buf)} {
+		var filled []int64
+		for s := int64(0); s < ep.Len(); s += int64(chunk) {
+			filled = append(filled, ep.Fill(buf[:chunk], s)...)
+		}
+		if !slices.Equal(filled, want) {
+			t.Fatalf("%s: Fill in chunks of %d gives %v, torch %v", name, chunk, filled, want)
+		}
+	}
+	if ep.At(-1) != -1 || ep.At(ep.Len()) != -1 || len(ep.Fill(buf, ep.Len())) != 0 || len(ep.Fill(buf, -1)) != 0 {
+		t.Fatalf("%s: out-of-range positions not rejected", name)
+	}
+}
+
+// TestHandVectors pins a few shuffle=False splits written out by hand, as
+// readable examples; each must also be torch's (the vectors file) and
+// loaderd's, in any epoch.
 func TestHandVectors(t *testing.T) {
+	v := loadTorchVectors(t)
 	cases := []struct {
 		n     int64
 		world int
@@ -111,43 +223,20 @@ func TestHandVectors(t *testing.T) {
 		{1, 1, false, [][]int64{{0}}},
 	}
 	for _, c := range cases {
+		name := fmt.Sprintf("N=%d world=%d drop_last=%t", c.n, c.world, c.drop)
+		switch tc := v.identity(c.n, c.world, c.drop); {
+		case tc == nil:
+			t.Errorf("%s: not in the torch vectors", name)
+		case !slices.EqualFunc(tc.Ranks, c.want, slices.Equal):
+			t.Errorf("%s: hand vector %v, torch %v", name, c.want, tc.Ranks)
+		}
 		d := Distributed{N: c.n, World: c.world, DropLast: c.drop, Seed: 99}
 		for _, e := range []int64{0, 5} {
 			if got := ranks(d, e); !slices.EqualFunc(got, c.want, slices.Equal) {
-				t.Errorf("N=%d world=%d drop=%t epoch %d: got %v, want %v", c.n, c.world, c.drop, e, got, c.want)
+				t.Errorf("%s epoch %d: got %v, want %v", name, e, got, c.want)
 			}
 		}
 	}
-}
-
-// torchRef is a literal port of DistributedSampler's list code, applied to
-// a materialised epoch order.
-func torchRef(indices []int64, world, rank int, dropLast bool) []int64 {
-	n := len(indices)
-	var numSamples int
-	if dropLast && n%world != 0 {
-		numSamples = int(math.Ceil(float64(n-world) / float64(world)))
-	} else {
-		numSamples = int(math.Ceil(float64(n) / float64(world)))
-	}
-	total := numSamples * world
-	indices = slices.Clone(indices)
-	if !dropLast {
-		padding := total - len(indices)
-		if padding <= len(indices) {
-			indices = append(indices, indices[:padding]...)
-		} else {
-			reps := int(math.Ceil(float64(padding) / float64(len(indices))))
-			indices = append(indices, slices.Repeat(indices, reps)[:padding]...)
-		}
-	} else {
-		indices = indices[:total]
-	}
-	var out []int64
-	for i := rank; i < total; i += world {
-		out = append(out, indices[i])
-	}
-	return out
 }
 
 // epochOrder materialises the order the ranks of epoch e share.
@@ -180,40 +269,85 @@ func forConfigs(f func(d Distributed)) {
 	}
 }
 
-func TestMatchesTorchReference(t *testing.T) {
+// TestMatchesTorch compares every rank's plan, in each epoch of the
+// vectors, with torch's split of the same epoch order: for shuffle=False
+// the identity, for shuffle=True loaderd's own permutation, read at the
+// positions torch's identity split takes. It also compares NumSamples,
+// TotalSize, Padding and Dropped with torch's num_samples and total_size.
+func TestMatchesTorch(t *testing.T) {
+	v := loadTorchVectors(t)
 	forConfigs(func(d Distributed) {
-		for e := range int64(3) {
-			ord := epochOrder(d, e)
-			for r := range d.World {
-				d.Rank = r
-				ep := d.Epoch(e)
-				want := torchRef(ord, d.World, r, d.DropLast)
-				if ep.Len() != int64(len(want)) {
-					t.Fatalf("%+v epoch %d: Len %d, torch %d", d, e, ep.Len(), len(want))
-				}
-				for p, w := range want {
-					if got := ep.At(int64(p)); got != w {
-						t.Fatalf("%+v epoch %d: At(%d)=%d, torch %d", d, e, p, got, w)
-					}
-				}
-				// Fill in chunks of every shape (short tails, 4-wide
-				// groups, one big buffer) must agree too.
-				buf := make([]int64, len(want)+9)
-				for _, chunk := range []int{1, 3, 4, 7, 9, len(buf)} {
-					var filled []int64
-					for s := int64(0); s < ep.Len(); s += int64(chunk) {
-						filled = append(filled, ep.Fill(buf[:chunk], s)...)
-					}
-					if !slices.Equal(filled, want) {
-						t.Fatalf("%+v epoch %d chunk %d: Fill %v, torch %v", d, e, chunk, filled, want)
-					}
-				}
-				if ep.At(-1) != -1 || ep.At(ep.Len()) != -1 || len(ep.Fill(buf, ep.Len())) != 0 || len(ep.Fill(buf, -1)) != 0 {
-					t.Fatalf("%+v: out-of-range positions not rejected", d)
-				}
-			}
+		if v.identity(d.N, d.World, d.DropLast) == nil {
+			t.Errorf("N=%d world=%d drop_last=%t: not in the torch vectors; add it to scripts/sampler-vectors.py", d.N, d.World, d.DropLast)
 		}
 	})
+	for _, c := range v.Identity {
+		t.Run(fmt.Sprintf("N=%d/world=%d/drop_last=%t", c.N, c.World, c.DropLast), func(t *testing.T) {
+			d := Distributed{N: c.N, World: c.World, Seed: 11, DropLast: c.DropLast}
+			var padding, dropped int64
+			if c.DropLast {
+				dropped = c.N - c.TotalSize
+			} else {
+				padding = c.TotalSize - c.N
+			}
+			if d.NumSamples() != c.NumSamples || d.TotalSize() != c.TotalSize || d.Padding() != padding || d.Dropped() != dropped {
+				t.Errorf("%v: num_samples/total_size/padding/dropped = %d/%d/%d/%d, torch %d/%d/%d/%d", c,
+					d.NumSamples(), d.TotalSize(), d.Padding(), d.Dropped(), c.NumSamples, c.TotalSize, padding, dropped)
+			}
+			for _, shuffle := range []bool{false, true} {
+				d.Shuffle = shuffle
+				for _, e := range v.Epochs {
+					ord := epochOrder(d, e)
+					for r, pos := range c.Ranks {
+						want := make([]int64, len(pos))
+						for p, g := range pos {
+							want[p] = ord[g]
+						}
+						d.Rank = r
+						checkEpoch(t, fmt.Sprintf("%v shuffle=%t epoch %d rank %d", c, shuffle, e, r), d.Epoch(e), want)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestMatchesTorchShuffled pins the split on torch's own shuffled orders:
+// rank r's torch list is torch's order read at the positions loaderd's
+// plan takes.
+func TestMatchesTorchShuffled(t *testing.T) {
+	v := loadTorchVectors(t)
+	for _, s := range v.Shuffled {
+		inv := make([]int64, s.N) // index → position in torch's order
+		seen := make([]bool, s.N)
+		if int64(len(s.Order)) != s.N {
+			t.Fatalf("N=%d seed=%d epoch %d: torch order has %d entries", s.N, s.Seed, s.Epoch, len(s.Order))
+		}
+		for p, i := range s.Order {
+			if i < 0 || i >= s.N || seen[i] {
+				t.Fatalf("N=%d seed=%d epoch %d: torch order %v is not a permutation", s.N, s.Seed, s.Epoch, s.Order)
+			}
+			seen[i], inv[i] = true, int64(p)
+		}
+		for _, c := range s.Cases {
+			if len(c.Ranks) != c.World {
+				t.Fatalf("N=%d world=%d: %d rank lists", s.N, c.World, len(c.Ranks))
+			}
+			for r, idx := range c.Ranks {
+				want := make([]int64, len(idx))
+				for p, i := range idx {
+					if i < 0 || i >= s.N {
+						t.Fatalf("N=%d world=%d rank %d: torch index %d out of range", s.N, c.World, r, i)
+					}
+					want[p] = inv[i]
+				}
+				d := Distributed{N: s.N, World: c.World, Rank: r, DropLast: c.DropLast}
+				name := fmt.Sprintf("N=%d world=%d drop_last=%t rank %d, torch order of seed %d epoch %d (positions)",
+					s.N, c.World, c.DropLast, r, s.Seed, s.Epoch)
+				checkEpoch(t, name, d.Epoch(s.Epoch), want)
+			}
+		}
+	}
 }
 
 // TestRankProperties checks the distributed invariants directly: equal

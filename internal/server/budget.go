@@ -74,9 +74,10 @@ func (b *budget) inUse(kind string) int64 {
 }
 
 // DefaultMemoryLimit is half of the memory this process may use: the
-// cgroup's limit (memory.max, v2) where one is set, else the machine's.
-// Half leaves the rest to the trainer beside the daemon, to the page cache
-// that holds the dataset, and to the Go heap.
+// cgroup's limit (memory.max, v2) where one is set, else the machine's
+// (/proc/meminfo, or sysctl hw.memsize on macOS); 4 GiB when neither is
+// known. Half leaves the rest to the trainer beside the daemon, to the page
+// cache that holds the dataset, and to the Go heap.
 func DefaultMemoryLimit() int64 {
 	total := memTotal()
 	if b, err := os.ReadFile("/sys/fs/cgroup/memory.max"); err == nil {
@@ -93,7 +94,7 @@ func DefaultMemoryLimit() int64 {
 func memTotal() int64 {
 	f, err := os.Open("/proc/meminfo")
 	if err != nil {
-		return 0
+		return physMem() // not Linux (see physmem_*.go)
 	}
 	defer f.Close()
 	sc := bufio.NewScanner(f)

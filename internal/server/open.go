@@ -2,6 +2,7 @@ package server
 
 import (
 	"fmt"
+	"runtime"
 	"strings"
 
 	"google.golang.org/grpc/codes"
@@ -11,6 +12,7 @@ import (
 	"github.com/loaderd/loaderd/client/sample"
 	"github.com/loaderd/loaderd/client/wire"
 	"github.com/loaderd/loaderd/loader"
+	"github.com/loaderd/loaderd/pinned"
 	pb "github.com/loaderd/loaderd/proto/loaderd/v1"
 	"github.com/loaderd/loaderd/sampler"
 )
@@ -25,7 +27,8 @@ type plan struct {
 }
 
 // validate checks o and reports every problem at once, as InvalidArgument
-// (NotFound for an unknown dataset).
+// (NotFound for an unknown dataset; Unimplemented for the shared-memory
+// transport on a platform without it, see pinned.SharedSupported).
 func (s *Server) validate(o *pb.Open) (*plan, error) {
 	var long []string
 	for _, f := range []struct {
@@ -83,6 +86,9 @@ func (s *Server) validate(o *pb.Open) (*plan, error) {
 	}
 	if len(bad) > 0 {
 		return nil, status.Errorf(codes.InvalidArgument, "loaderd: invalid Open: %s", strings.Join(bad, "; "))
+	}
+	if shm && !pinned.SharedSupported {
+		return nil, status.Errorf(codes.Unimplemented, "loaderd: shared-memory transport not supported on %s: open the stream with the inline transport", runtime.GOOS)
 	}
 	cfg := loader.Config{
 		Source: ds.Source, Pipeline: pipe,

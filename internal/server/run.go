@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/loaderd/loaderd/loader"
+	"github.com/loaderd/loaderd/pinned"
 
 	"github.com/loaderd/loaderd/internal/bytesize"
 )
@@ -29,7 +30,7 @@ func Run(ctx context.Context, c Config, log *slog.Logger, ready func(addrs []str
 	policy, _ := loader.ParseErrorPolicy(c.OnError)
 	opts := Options{Workers: c.PoolWorkers(), AutoWorkers: c.AutoWorkers, MaxStreams: c.MaxStreams, Logger: log,
 		OnError: policy, MaxSkips: c.MaxSkips, MemoryLimit: c.MemoryLimit}
-	if c.Unix != "" {
+	if c.Unix != "" && pinned.SharedSupported {
 		opts.FdSocket = fdSocketPath(c.Unix)
 	}
 	srv, err := New(opts, datasets...)
@@ -130,8 +131,10 @@ func (c *Config) listen() (lis []net.Listener, fdLis, metrics net.Listener, err 
 			return lis, nil, nil, err
 		}
 		lis = append(lis, l)
-		if fdLis, err = listenUnix(fdSocketPath(c.Unix), c.UnixMode); err != nil {
-			return lis, nil, nil, err
+		if pinned.SharedSupported { // outside Linux there is no shared memory to hand over
+			if fdLis, err = listenUnix(fdSocketPath(c.Unix), c.UnixMode); err != nil {
+				return lis, nil, nil, err
+			}
 		}
 	}
 	if c.MetricsListen != "" {

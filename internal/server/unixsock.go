@@ -21,8 +21,7 @@ var ErrSocketInUse = errors.New("a daemon is already serving on this socket")
 type unixListener struct {
 	*net.UnixListener
 	path string
-	ino  uint64
-	dev  uint64
+	fi   os.FileInfo // the socket's inode, as bound: os.SameFile compares device and inode
 }
 
 // listenUnix binds path with the given mode. A live daemon on path is an
@@ -61,19 +60,18 @@ func listenUnix(path string, mode os.FileMode) (*unixListener, error) {
 		os.Remove(path)
 		return nil, fmt.Errorf("listen %s: chmod %v: %w", path, mode, err)
 	}
-	var st unix.Stat_t
-	if err := unix.Lstat(path, &st); err != nil {
+	fi, err := os.Lstat(path)
+	if err != nil {
 		l.Close()
 		return nil, fmt.Errorf("listen %s: %w", path, err)
 	}
-	return &unixListener{UnixListener: l, path: path, ino: st.Ino, dev: st.Dev}, nil
+	return &unixListener{UnixListener: l, path: path, fi: fi}, nil
 }
 
 // Close stops listening and removes the path if it is still this socket.
 func (l *unixListener) Close() error {
 	err := l.UnixListener.Close()
-	var st unix.Stat_t
-	if unix.Lstat(l.path, &st) == nil && st.Ino == l.ino && st.Dev == l.dev {
+	if fi, err := os.Lstat(l.path); err == nil && os.SameFile(fi, l.fi) {
 		os.Remove(l.path)
 	}
 	return err

@@ -85,7 +85,7 @@ func OpenCache(dir string, limit int64) (*Cache, error) {
 			c.Close()
 			return nil, fmt.Errorf("objstore: cache: %w", err)
 		}
-		c.Limit = int64(st.Bavail) * st.Bsize / 2
+		c.Limit = int64(st.Bavail) * int64(st.Bsize) / 2 // Bsize is int64 on Linux, uint32 on darwin
 	}
 	files, err := c.files()
 	if err != nil {
