@@ -37,6 +37,11 @@ export LOADERD_REQUIRE_S3="${LOADERD_REQUIRE_S3:-1}"
 test -z "$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go') | grep -v '\.pb\.go$' || true)" \
   || { echo "gofmt would change:"; gofmt -l . | grep -v '\.pb\.go$'; exit 1; }
 go vet ./...
+# The Go code behind the decoders' and the resampler's assembly: what
+# other architectures and -tags purego builds run.
+GOARCH=arm64 go vet ./loader/imagedec/... ./augment/
+go vet -tags purego ./loader/imagedec/... ./augment/
+go test -count=1 -short -tags purego ./loader/imagedec/... ./augment/
 staticcheck ./...
 go test -count=1 ./...
 # The concurrent packages again under the race detector.
@@ -61,7 +66,7 @@ fuzz() {
     echo "fuzz $2: the fuzzer's deadline, not a finding; once more"
   done
 }
-for pkg in ./loader/imagedec/ ./loader/format/tar/ ./loader/format/arrow/ ./loader/format/parquet/ ./internal/jpegdec/ ./internal/jpegx/ ./internal/wire/; do
+for pkg in ./loader/imagedec/ ./loader/imagedec/jpegx/ ./loader/format/tar/ ./loader/format/arrow/ ./loader/format/parquet/ ./internal/wire/; do
   targets=$(go test -list '^Fuzz' "$pkg" | grep '^Fuzz' || true)
   [ -n "$targets" ] || { echo "no fuzz targets in $pkg"; exit 1; }
   for target in $targets; do fuzz "$pkg" "$target"; done

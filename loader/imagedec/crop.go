@@ -12,7 +12,6 @@ import (
 	"github.com/ebitengine/purego"
 
 	"github.com/loaderd/loaderd/augment"
-	"github.com/loaderd/loaderd/internal/dynlib"
 )
 
 // Decode and crop in one (DALI's ImageRandomCrop on the CPU): a random
@@ -31,7 +30,7 @@ import (
 // TestCropMatchesFullDecode holds every large-image box to the full
 // decode's bytes. Only sequential single-scan files of one or three
 // components take this path. Progressive files, whose every scan libjpeg
-// decodes before the first row, go to internal/jpegx's DecodeRGBCrop
+// decodes before the first row, go to jpegx's DecodeRGBCrop
 // (all scans read and checked, only the box's blocks transformed and
 // converted). CMYK and any file libjpeg or jpegx errs or warns on go
 // through the full decode, which keeps PIL's acceptance rules and error
@@ -114,7 +113,7 @@ func openCrop() (*cropLib, error) {
 			names = append(names, p)
 		}
 	}
-	h, name, err := dynlib.OpenFirst(append(names, "libjpeg.so.62"))
+	h, name, err := dlopenFirst(append(names, "libjpeg.so.62"))
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", errNoCrop, err)
 	}
@@ -129,8 +128,8 @@ func openCrop() (*cropLib, error) {
 		{&l.crop, "jpeg_crop_scanline"}, {&l.skip, "jpeg_skip_scanlines"},
 		{&l.read, "jpeg_read_scanlines"}, {&l.abort, "jpeg_abort_decompress"},
 	} {
-		p, err := dynlib.Sym(h, s.name)
-		if err != nil {
+		p, ok := dlsym(h, s.name)
+		if !ok {
 			// IJG's libjpeg 6b has neither crop nor skip: not libjpeg-turbo.
 			return nil, fmt.Errorf("%w: %s lacks %s", errNoCrop, name, s.name)
 		}

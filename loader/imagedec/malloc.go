@@ -1,10 +1,6 @@
 package imagedec
 
-import (
-	"github.com/ebitengine/purego"
-
-	"github.com/loaderd/loaderd/internal/dynlib"
-)
+import "github.com/ebitengine/purego"
 
 // libjpeg takes each image's working memory (row buffers, and for a
 // progressive file the whole image's coefficients: ~1 MiB for a 500×375
@@ -39,8 +35,8 @@ func tuneMalloc() {
 	if err != nil {
 		return
 	}
-	p, err := dynlib.Sym(h, "mallopt")
-	if err != nil {
+	p, ok := dlsym(h, "mallopt")
+	if !ok {
 		return
 	}
 	for _, s := range [...]struct{ param, value int32 }{{mMmapThreshold, mallocMmap}, {mTrimThreshold, mallocTrim}} {

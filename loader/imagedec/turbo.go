@@ -11,8 +11,6 @@ import (
 	"unsafe"
 
 	"github.com/ebitengine/purego"
-
-	"github.com/loaderd/loaderd/internal/dynlib"
 )
 
 // The TurboJPEG API of libjpeg-turbo 2.1 (turbojpeg.h), loaded at run time
@@ -129,8 +127,8 @@ func (l *turboLib) bind(h uintptr) error {
 		{&l.getErrorStr2, "tjGetErrorStr2"},
 		{&l.getErrorCode, "tjGetErrorCode"},
 	} {
-		p, err := dynlib.Sym(h, s.name)
-		if err != nil {
+		p, ok := dlsym(h, s.name)
+		if !ok {
 			return fmt.Errorf("%w: %s lacks %s (libjpeg-turbo 2.1 or later is needed)", ErrNoTurbo, l.path, s.name)
 		}
 		*s.p = p
