@@ -18,12 +18,12 @@ import (
 )
 
 // BenchmarkDecode measures JPEG decoding alone, per core and on 2 cores:
-// decoder=turbo (PIL's pixels: internal/jpegx for images up to 256×256,
-// libjpeg-turbo for the rest), decoder=libjpeg (libjpeg-turbo for every
-// image, the same pixels) and the Go decoder, on the CIFAR-10
-// JPEGs (32×32) and on the large-image set (ImageNet-sized photographs,
-// scripts/make-large-images.py), each image at its own size into a
-// reused buffer. Then the whole CIFAR data path with each decoder.
+// decoder=turbo (PIL's pixels: loader/imagedec/jpegx for images up to
+// 256×256, libjpeg-turbo for the rest), decoder=libjpeg (libjpeg-turbo
+// for every image, the same pixels) and the Go decoder (image/jpeg), on
+// the CIFAR-10 JPEGs (32×32) and on the large-image set (ImageNet-sized
+// photographs, scripts/make-large-images.py), each image at its own size
+// into a reused buffer. Then the whole CIFAR data path with each decoder.
 //
 //	go test ./benchmarks/ -run XXX -bench Decode -benchtime 3s
 func BenchmarkDecode(b *testing.B) {
@@ -109,23 +109,17 @@ func benchDecode(b *testing.B, src, dec string, workers int) {
 	var wg sync.WaitGroup
 	for range workers {
 		wg.Go(func() {
-			d := imagedec.Decoder{Backend: backend, LibjpegOnly: dec == "libjpeg"}
-			var buf []byte
+			d := imagedec.Decoder{Backend: backend, LibjpegOnly: dec == "libjpeg", MaxPixels: imagedec.AnySizeMaxPixels}
+			// As a size=any worker decodes: the header's size checked,
+			// the image decoded at it (DecodeConfig first would cost the
+			// Go decoder a second decoder state per image).
+			buf := make([]byte, 3*imagedec.AnySizeMaxPixels)
 			for {
 				i := next.Add(1) - 1
 				if i >= int64(b.N) {
 					return
 				}
-				data := imgs[i%int64(len(imgs))]
-				cfg, err := d.DecodeConfig(data) // Size's header parse, without its allocation
-				if err == nil {
-					h, w := cfg.Height, cfg.Width
-					d.H, d.W = h, w
-					if cap(buf) < h*w*3 {
-						buf = make([]byte, h*w*3)
-					}
-					err = d.Decode(data, buf[:h*w*3])
-				}
+				_, _, _, err := d.DecodeSized(imgs[i%int64(len(imgs))], buf, nil)
 				if err != nil {
 					failed.Store(err)
 					return

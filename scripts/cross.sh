@@ -29,6 +29,9 @@ for m in "${MODULES[@]}"; do
   ) || { echo "cross: module $m failed"; exit 1; }
 done
 echo "cross: linux/arm64, purego and darwin/arm64 vet clean ($((SECONDS - t0)) s)"
+# The Go code behind the decoders' and the resampler's assembly, on amd64:
+# what other architectures and -tags purego builds run.
+go test -count=1 -short -tags purego ./loader/imagedec/... ./augment/
 
 # The tests on arm64. qemu-user delivers SIGBUS without its address, so
 # the few tests of faults in truncated mappings skip (LOADERD_QEMU_USER);

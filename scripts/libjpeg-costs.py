@@ -7,7 +7,7 @@ conversion), and at the scaled sizes M/8.
 
     /usr/bin/python3 scripts/libjpeg-costs.py [--tar PATH] [--images N]
 
-These are the figures behind internal/jpegx (the setup it avoids) and
+These are the figures behind loader/imagedec/jpegx (the setup it avoids) and
 behind the scaled decodes loaderd does and does not use (docs/ARCHITECTURE.md).
 """
 

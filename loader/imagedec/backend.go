@@ -11,8 +11,9 @@ import (
 type Backend uint8
 
 const (
-	// GoJPEG is internal/jpegdec, Go's image/jpeg with reused state: pure
-	// Go, everywhere; its chroma upsampling differs from libjpeg's.
+	// GoJPEG is Go's standard library image/jpeg: pure Go, everywhere;
+	// its chroma upsampling differs from libjpeg's, and it allocates its
+	// decoder state and the image for every image (TestDecodeAllocs).
 	GoJPEG Backend = iota
 	// TurboJPEG is libjpeg-turbo's TurboJPEG API (libturbojpeg.so.0),
 	// loaded at run time with purego, set to decode as PIL does (accurate

@@ -8,7 +8,7 @@ import (
 
 	"github.com/loaderd/loaderd/augment"
 	"github.com/loaderd/loaderd/client/sample"
-	"github.com/loaderd/loaderd/internal/jpegx"
+	"github.com/loaderd/loaderd/loader/imagedec/jpegx"
 	"github.com/loaderd/loaderd/loader/internal/loadertest"
 )
 
@@ -42,7 +42,7 @@ func BenchmarkDecodeJPEG(b *testing.B) {
 
 // BenchmarkDecodeCIFARJPEG decodes 2,000 of the CIFAR-10 JPEGs in turn
 // with the TurboJPEG backend: libjpeg-turbo alone, and with
-// internal/jpegx taking the images it reproduces exactly.
+// jpegx taking the images it reproduces exactly.
 //
 //	go test ./loader/imagedec -run XXX -bench DecodeCIFARJPEG
 func BenchmarkDecodeCIFARJPEG(b *testing.B) {
@@ -147,7 +147,7 @@ func (s *rrcScale) Crop() (sample.Box, bool) {
 }
 
 // BenchmarkDecodeProgressive decodes the large set's progressive JPEGs
-// (768 of the 3,000) whole into RGB: internal/jpegx's DecodeRGB, and
+// (768 of the 3,000) whole into RGB: jpegx's DecodeRGB, and
 // libjpeg-turbo alone. ms/image is the decode alone.
 //
 //	go test ./loader/imagedec -run XXX -bench DecodeProgressive -benchtime 1500x

@@ -30,7 +30,7 @@ import (
 // TestCropMatchesFullDecode holds every large-image box to the full
 // decode's bytes. Only sequential single-scan files of one or three
 // components take this path. Progressive files, whose every scan libjpeg
-// decodes before the first row, go to internal/jpegx's DecodeRGBCrop
+// decodes before the first row, go to jpegx's DecodeRGBCrop
 // (all scans read and checked, only the box's blocks transformed and
 // converted). CMYK and any file libjpeg or jpegx errs or warns on go
 // through the full decode, which keeps PIL's acceptance rules and error

@@ -1,8 +1,10 @@
 // Package imagedec implements the image decoding of the formats that hold
-// encoded images (folder, tar, parquet): JPEG (through internal/jpegdec,
-// allocation-free), PNG, GIF, BMP, TIFF and WebP, told apart by content,
-// into H×W×3 RGB bytes in HWC order, with PIL's conversions and, on
-// request, its bilinear resize.
+// encoded images (folder, tar, parquet): JPEG, PNG, GIF, BMP, TIFF and
+// WebP, told apart by content, into H×W×3 RGB bytes in HWC order, with
+// PIL's conversions and, on request, its bilinear resize. JPEG goes
+// through libjpeg-turbo, loaded at run time, and this package's jpegx
+// (PIL's pixels, allocation-free) where the library loads, and through
+// Go's image/jpeg elsewhere or with decoder=go (see Backend).
 //
 // A Decoder checks an image's header before decoding it, so a
 // decompression bomb or an image of the wrong size costs nothing. Errors

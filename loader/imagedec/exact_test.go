@@ -13,11 +13,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/loaderd/loaderd/internal/jpegx"
+	"github.com/loaderd/loaderd/loader/imagedec/jpegx"
 	"github.com/loaderd/loaderd/loader/internal/loadertest"
 )
 
-// exactVsLibjpeg decodes data with internal/jpegx and with libjpeg-turbo
+// exactVsLibjpeg decodes data with jpegx and with libjpeg-turbo
 // alone. It reports whether jpegx took the image, and an error when it
 // did and a single byte differs, or libjpeg-turbo refused what jpegx took.
 func exactVsLibjpeg(lib *Decoder, jx *jpegx.Decoder, data []byte) (bool, error) {
@@ -80,7 +80,7 @@ func checkExactTar(t *testing.T, path string) (took, all int) {
 	return took, all
 }
 
-// TestExactMatchesLibjpegCIFAR: internal/jpegx decodes every one of the
+// TestExactMatchesLibjpegCIFAR: jpegx decodes every one of the
 // 50,000 CIFAR-10 JPEGs, each byte equal to libjpeg-turbo's.
 func TestExactMatchesLibjpegCIFAR(t *testing.T) {
 	requireTurbo(t)
@@ -158,7 +158,7 @@ func TestExactMatchesLibjpegGenerated(t *testing.T) {
 }
 
 // TestExactFixtures: the JPEG fixtures (every subsampling, progressive,
-// greyscale, CMYK), and internal/jpegx's progressive test files (4:4:4,
+// greyscale, CMYK), and jpegx's progressive test files (4:4:4,
 // 4:2:2, 4:2:0, greyscale): jpegx takes what it can, exactly, and every
 // progressive one.
 func TestExactFixtures(t *testing.T) {
@@ -166,9 +166,9 @@ func TestExactFixtures(t *testing.T) {
 	lib := &Decoder{LibjpegOnly: true}
 	var jx jpegx.Decoder
 	files, _ := filepath.Glob(fixtures + "img/*.jp*g")
-	prog, _ := filepath.Glob("../../internal/jpegx/testdata/prog*.jpg")
+	prog, _ := filepath.Glob("jpegx/testdata/prog*.jpg")
 	if len(prog) != 4 {
-		t.Fatalf("%d progressive files in internal/jpegx/testdata, want 4", len(prog))
+		t.Fatalf("%d progressive files in jpegx/testdata, want 4", len(prog))
 	}
 	for _, f := range append(files, prog...) {
 		data, err := os.ReadFile(f)
@@ -191,7 +191,7 @@ func TestExactFixtures(t *testing.T) {
 // bytes — a malformed file must fall back, never decode differently.
 func FuzzExactMatchesLibjpeg(f *testing.F) {
 	fuzzSeeds(f)
-	prog, _ := filepath.Glob("../../internal/jpegx/testdata/prog*.jpg")
+	prog, _ := filepath.Glob("jpegx/testdata/prog*.jpg")
 	for _, name := range prog {
 		data, err := os.ReadFile(name)
 		if err != nil {

@@ -1,8 +1,6 @@
 package imagedec
 
-import (
-	"github.com/ebitengine/purego"
-)
+import "github.com/ebitengine/purego"
 
 // libjpeg takes each image's working memory (row buffers, and for a
 // progressive file the whole image's coefficients: ~1 MiB for a 500×375

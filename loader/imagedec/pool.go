@@ -11,10 +11,12 @@ import (
 
 // Pool hands Decoders to the workers of an encoded-image source.
 // Source.Sample gives a worker only a scratch buffer for the pixels, so
-// the decoder state (a JPEG decoder's tables and planes, about 12 KiB for
-// a CIFAR image) lives in a sync.Pool: its per-P caches give each worker
-// its own decoder back nearly always, and the steady state allocates
-// nothing for JPEG. A Pool is safe for concurrent use.
+// the decoder state (libjpeg-turbo's decompressor, jpegx's tables and
+// planes, the resize buffers) lives in a sync.Pool: its per-P caches give
+// each worker its own decoder back nearly always, and with the TurboJPEG
+// backend the steady state allocates nothing for JPEG (GoJPEG: what
+// image/jpeg allocates per image, nothing more). A Pool is safe for
+// concurrent use.
 type Pool struct {
 	h, w      int
 	maxPixels int64
@@ -41,16 +43,16 @@ func (p *Pool) WithBackend(b Backend) *Pool {
 func (p *Pool) Backend() Backend { return p.backend }
 
 // DecoderName describes the pool's JPEG decoder for people: "turbo
-// (LIBRARY FILE; …)" or "go (internal/jpegdec)".
+// (LIBRARY FILE; …)" or "go (image/jpeg)".
 func (p *Pool) DecoderName() string {
 	if p.backend == TurboJPEG {
 		crop := "; crops decoded alone by " + cropPath()
 		if err := CropAvailable(); err != nil {
 			crop = "; whole images only: " + err.Error()
 		}
-		return "turbo (" + TurboPath() + "; internal/jpegx up to 256×256" + crop + ")"
+		return "turbo (" + TurboPath() + "; jpegx up to 256×256" + crop + ")"
 	}
-	return "go (internal/jpegdec)"
+	return "go (image/jpeg)"
 }
 
 // Spec returns what Decode writes: H×W×3 U8 HWC.

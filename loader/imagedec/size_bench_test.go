@@ -7,13 +7,13 @@ import (
 	"image/jpeg"
 	"testing"
 
-	"github.com/loaderd/loaderd/internal/jpegx"
+	"github.com/loaderd/loaderd/loader/imagedec/jpegx"
 	"github.com/loaderd/loaderd/loader/internal/loadertest"
 )
 
 // BenchmarkDecodeBySize decodes one photograph of the large-image set,
 // re-encoded at sides 32 to 512 (quality 90, 4:2:0), with libjpeg-turbo
-// alone and with internal/jpegx: where its saved setup stops paying for
+// alone and with jpegx: where its saved setup stops paying for
 // its slower entropy decoding (exactMaxPixels).
 //
 //	go test ./loader/imagedec -run XXX -bench DecodeBySize

@@ -36,7 +36,7 @@ func (d *Decoder) DecodeSized(data, dst []byte, scale loader.Scaler) (h, w, den 
 	if d.Backend == TurboJPEG && sniff(data) == fmtJPEG {
 		return d.decodeTurboSized(data, dst, scale)
 	}
-	cfg, err := d.DecodeConfig(data)
+	_, cfg, err := d.header(data)
 	if err != nil {
 		return 0, 0, 0, err
 	}

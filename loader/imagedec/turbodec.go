@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"image/color"
+	"image/jpeg"
 	"os"
 	"strings"
 
@@ -67,7 +68,8 @@ func (d *Decoder) turboHeader(data []byte) error {
 	if !strings.Contains(err.Error(), "subsampling type") {
 		return turboError("jpeg header", data, err)
 	}
-	c, gerr := d.jpeg.DecodeConfig(data)
+	d.br.Reset(data)
+	c, gerr := jpeg.DecodeConfig(&d.br)
 	if gerr != nil {
 		return turboError("jpeg header", data, err)
 	}
@@ -110,7 +112,7 @@ func (d *Decoder) nativeBuf(n int) []byte {
 	return d.native[:n]
 }
 
-// exactMaxPixels is the largest sequential image internal/jpegx decodes
+// exactMaxPixels is the largest sequential image jpegx decodes
 // in place of libjpeg-turbo: up to 256×256 its lack of per-image setup
 // wins (1.9× at 32×32, even at 256×256); beyond, libjpeg's faster entropy
 // decoding and its streaming through MCU rows do (jpegx is 1.4× slower at
@@ -125,7 +127,7 @@ const exactMaxPixels = 1 << 16
 // with the pooled decoder, so one huge image would pin them.
 const progMaxPixels = 1 << 22
 
-// jxOn reports whether internal/jpegx may decode (LibjpegOnly and
+// jxOn reports whether jpegx may decode (LibjpegOnly and
 // LOADERD_JPEGX=off turn it off).
 func (d *Decoder) jxOn() bool { return !d.LibjpegOnly && !exactOff }
 
@@ -143,7 +145,7 @@ func isProgressive(b []byte) bool {
 	return false
 }
 
-// exactOff turns internal/jpegx off (LOADERD_JPEGX=off): every JPEG goes
+// exactOff turns jpegx off (LOADERD_JPEGX=off): every JPEG goes
 // to libjpeg-turbo, for comparing the two.
 var exactOff = os.Getenv("LOADERD_JPEGX") == "off"
 

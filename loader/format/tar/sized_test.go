@@ -261,12 +261,15 @@ func TestScaledDecodeDifference(t *testing.T) {
 
 // TestSizedSteadyStateAllocs: decode (at the scale the params allow) and
 // the two-stage transform allocate nothing once a worker's buffers have
-// seen the dataset's images.
+// seen the dataset's images. Without libjpeg-turbo the decoder is Go's
+// image/jpeg, which allocates its state and the image for every image
+// (imagedec's TestDecodeAllocs): then everything but the decoder must
+// allocate nothing.
 func TestSizedSteadyStateAllocs(t *testing.T) {
 	if raceEnabled {
 		t.Skip("sync.Pool drops decoders under the race detector")
 	}
-	p, _ := varyingTar(t)
+	p, dims := varyingTar(t)
 	be := "go"
 	if imagedec.TurboAvailable() == nil {
 		be = "turbo"
@@ -302,6 +305,40 @@ func TestSizedSteadyStateAllocs(t *testing.T) {
 	}
 	for i := range 4 * ts.Len() {
 		sample(i)
+	}
+	if be == "go" {
+		// Each image once per run, sampled and decoded alone: the totals
+		// compare whatever each image's decode allocates.
+		var files [][]byte
+		for name := range dims {
+			data, err := os.ReadFile(filepath.Join(filepath.Dir(p), "folder", filepath.FromSlash(name)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			files = append(files, data)
+		}
+		if int64(len(files)) != ts.Len() {
+			t.Fatalf("%d files for %d samples", len(files), ts.Len())
+		}
+		dec := allocsPerRun(20, func() {
+			for _, data := range files {
+				if _, _, _, _, err := ts.dec.DecodeSized(data, buf, nil); err != nil {
+					t.Fatal(err)
+				}
+			}
+		})
+		var i int64
+		n := allocsPerRun(20, func() {
+			for range ts.Len() {
+				sample(i)
+				i++
+			}
+		})
+		t.Logf("%v allocations per %d samples, %v per decoding them alone", n, ts.Len(), dec)
+		if n > dec {
+			t.Errorf("%v allocations per %d samples, %v of them image/jpeg's decoding: want none but those", n, ts.Len(), dec)
+		}
+		return
 	}
 	var i int64
 	if n := allocsPerRun(100, func() { sample(i); i++ }); n != 0 {

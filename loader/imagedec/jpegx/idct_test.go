@@ -195,7 +195,7 @@ func TestIDCTDispatch(t *testing.T) {
 		{7*40 + 7, 40, false}, // one byte short: idctGo panics as it should
 		{64, 7, false},        // overlapping rows
 		{64, -8, false},
-		{100, 1 << 62, false},
+		{100, math.MaxInt / 2, false},
 	} {
 		if got := asmFits(tc.n, tc.stride); got != tc.want {
 			t.Errorf("asmFits(%d, %d) = %v, want %v", tc.n, tc.stride, got, tc.want)
@@ -206,7 +206,7 @@ func TestIDCTDispatch(t *testing.T) {
 // BenchmarkIDCT times one realistic block (30 coefficients within ±300)
 // per op.
 //
-//	go test ./internal/jpegx -run XXX -bench IDCT
+//	go test ./loader/imagedec/jpegx -run XXX -bench IDCT
 func BenchmarkIDCT(b *testing.B) {
 	r := rand.New(rand.NewPCG(3, 4))
 	var blks [256][64]int32

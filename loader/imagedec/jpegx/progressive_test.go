@@ -13,7 +13,7 @@ import (
 // greyscale at 45×37, 4:2:2 and 4:2:0 at 40×37, where the MCU padding
 // exceeds the blocks a single-component scan covers. All decode exactly
 // as libjpeg-turbo does (loader/imagedec's TestExactFixtures).
-const progFixture = "../../loader/testdata/formats/img/video-001.progressive.jpeg"
+const progFixture = "../../testdata/formats/img/video-001.progressive.jpeg"
 
 var progFiles = []string{progFixture, "testdata/prog444.jpg", "testdata/prog422.jpg", "testdata/prog420.jpg", "testdata/proggray.jpg"}
 

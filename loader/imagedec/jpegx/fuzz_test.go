@@ -19,7 +19,7 @@ import (
 // to libjpeg-turbo's.)
 func FuzzDecodeRGB(f *testing.F) {
 	var seeds [][]byte
-	files, _ := filepath.Glob("../../loader/testdata/formats/img/*.jp*g")
+	files, _ := filepath.Glob("../../testdata/formats/img/*.jp*g")
 	prog, _ := filepath.Glob("testdata/prog*.jpg")
 	for _, name := range append(files, prog...) {
 		data, err := os.ReadFile(name)
