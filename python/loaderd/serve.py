@@ -33,7 +33,7 @@ def find_binary(binary=None):
             return os.path.abspath(path)
     path = shutil.which("loaderd")
     if path is None:
-        raise Error("loaderd: no loaderd binary on PATH: build it (`go build -o bin/ ./cmd/...` in the loaderd "
+        raise Error("loaderd: no loaderd binary on PATH: build it (`go build -o bin/ ./cmd/loaderd` in the loaderd "
                     "repository) and put bin/ on PATH, set LOADERD_BIN, or pass binary=")
     return path
 
