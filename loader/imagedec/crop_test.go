@@ -96,7 +96,7 @@ func TestCropMatchesFullDecode(t *testing.T) {
 // decoder then crops a good image exactly as a fresh one does.
 func TestCropDeclinesBadInput(t *testing.T) {
 	requireCrop(t)
-	good, err := os.ReadFile(fixtures + "img/video-001.q50.420.jpeg")
+	good, err := os.ReadFile(fixtures + "img/shapes.q50.420.jpeg")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,7 +146,7 @@ func grow(b []byte, n int) []byte {
 // file whose damage lies below the box, which the whole decode refuses.)
 func FuzzCropMatchesFull(f *testing.F) {
 	requireCrop(f)
-	for _, n := range []string{"video-001.q50.420.jpeg", "video-001.q50.422.jpeg", "video-001.q50.444.jpeg", "gray.jpg", "video-001.progressive.jpeg"} {
+	for _, n := range []string{"shapes.q50.420.jpeg", "shapes.q50.422.jpeg", "shapes.q50.444.jpeg", "gray.jpg", "shapes.progressive.jpeg"} {
 		data, err := os.ReadFile(fixtures + "img/" + n)
 		if err != nil {
 			f.Fatal(err)
@@ -225,7 +225,7 @@ func TestTablesOfEarlierImagesIgnored(t *testing.T) {
 	if _, _, _, err := (&Decoder{Backend: TurboJPEG}).DecodeSized(stripped, want, nil); err != nil {
 		t.Fatalf("a fresh decoder: %v", err)
 	}
-	other, err := os.ReadFile(fixtures + "img/video-001.progressive.jpeg") // libjpeg's optimised tables
+	other, err := os.ReadFile(fixtures + "img/shapes.progressive.jpeg") // libjpeg's optimised tables
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -253,7 +253,7 @@ func TestTablesOfEarlierImagesIgnored(t *testing.T) {
 // others decode; libjpeg's memory outlives the handle until then.
 func TestCropHandlesCollected(t *testing.T) {
 	requireCrop(t)
-	good, err := os.ReadFile(fixtures + "img/video-001.q50.420.jpeg")
+	good, err := os.ReadFile(fixtures + "img/shapes.q50.420.jpeg")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -277,7 +277,7 @@ func TestCropHandlesCollected(t *testing.T) {
 // handle then decodes the next image.
 func TestCropErrorUnwinds(t *testing.T) {
 	requireCrop(t)
-	good, err := os.ReadFile(fixtures + "img/video-001.q50.420.jpeg")
+	good, err := os.ReadFile(fixtures + "img/shapes.q50.420.jpeg")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,7 +17,7 @@ import (
 // header is refused before decoding, whether scanSOF reads the header or
 // image/jpeg's DecodeConfig does.
 func TestGoErrors(t *testing.T) {
-	data, err := os.ReadFile(fixtures + "img/video-001.q50.420.jpeg")
+	data, err := os.ReadFile(fixtures + "img/shapes.q50.420.jpeg")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -211,7 +211,7 @@ func pilHashesNoSkip(t *testing.T, paths ...string) map[string]string {
 // pool's decoder exists, at the dataset's size and resized.
 func TestTurboAllocs(t *testing.T) {
 	requireTurbo(t)
-	data, err := os.ReadFile(fixtures + "img/video-001.q50.420.jpeg")
+	data, err := os.ReadFile(fixtures + "img/shapes.q50.420.jpeg")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -248,7 +248,7 @@ func TestTurboAllocs(t *testing.T) {
 // an oversized or wrong-sized header is refused before decoding.
 func TestTurboErrors(t *testing.T) {
 	requireTurbo(t)
-	data, err := os.ReadFile(fixtures + "img/video-001.q50.420.jpeg")
+	data, err := os.ReadFile(fixtures + "img/shapes.q50.420.jpeg")
 	if err != nil {
 		t.Fatal(err)
 	}

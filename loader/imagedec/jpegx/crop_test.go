@@ -12,8 +12,8 @@ import (
 // edges, and hundreds of random ones — holds the whole decode's pixels,
 // whatever the samples outside the window's blocks hold.
 func TestDecodeRGBCrop(t *testing.T) {
-	files := append(slices.Clone(progFiles), "../../testdata/formats/img/video-001.q50.420.jpeg",
-		"../../testdata/formats/img/video-001.q50.422.jpeg")
+	files := append(slices.Clone(progFiles), "../../testdata/formats/img/shapes.q50.420.jpeg",
+		"../../testdata/formats/img/shapes.q50.422.jpeg")
 	rng := rand.New(rand.NewPCG(7, 8))
 	var d Decoder
 	for _, name := range files {

@@ -8,12 +8,13 @@ import (
 	"testing"
 )
 
-// progFixture is a 150×103 4:4:4 progressive JPEG (quality 100) with
+// progFixture is a 150×103 4:4:4 progressive JPEG (quality 100) that
+// scripts/make-format-fixtures.sh encodes with cjpeg -progressive:
 // libjpeg's standard scans; testdata holds small ones from PIL: 4:4:4 and
 // greyscale at 45×37, 4:2:2 and 4:2:0 at 40×37, where the MCU padding
 // exceeds the blocks a single-component scan covers. All decode exactly
 // as libjpeg-turbo does (loader/imagedec's TestExactFixtures).
-const progFixture = "../../testdata/formats/img/video-001.progressive.jpeg"
+const progFixture = "../../testdata/formats/img/shapes.progressive.jpeg"
 
 var progFiles = []string{progFixture, "testdata/prog444.jpg", "testdata/prog422.jpg", "testdata/prog420.jpg", "testdata/proggray.jpg"}
 
