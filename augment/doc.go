@@ -23,7 +23,8 @@
 // op) and keeps the result as Out(). CIFARTrain builds the classic chain;
 // ParseOps and FormatOps read and write the compact text form used on
 // command lines and in the wire protocol, such as
-// "crop=32:4,flip=0.5,normalize=cifar10,out=f32:chw".
+// "crop=32:4,flip=0.5,normalize=cifar10,out=f32:chw". NewPipelineAs
+// builds a chain with the output dtype and layout a stream asks for.
 //
 // # Images of any size
 //

@@ -63,7 +63,7 @@ func (l *Loader) fill(c chunk, wk *worker) {
 	b := c.b
 	need := l.src.Spec().Bytes()
 	var src Source = l.src
-	if ss, ok := sizedSource(l.src); ok {
+	if ss := l.sized; ss != nil {
 		need = int(ss.MaxPixels()) * l.src.Spec().C
 		wk.sized.SizedSource, wk.sized.l, wk.sized.epoch = ss, l, b.Epoch
 		src = &wk.sized

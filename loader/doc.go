@@ -11,6 +11,19 @@
 // loader/format/all imports them all. The formats of encoded images decode
 // them with loader/imagedec. This package imports none of them.
 //
+// Besides Source, a source may implement optional interfaces: Namer,
+// Labeler, SizedSource (images of varying size), ShardOrderer, Prefetcher
+// and DecoderNamer. Which of them it really has is its capability set,
+// Caps(src), a Cap of CapNamer, CapLabeler, CapSized, …; As[T](src)
+// returns it as one of them when it has that capability. A source that
+// wraps another (a Split part, a decoded cache of loader/cache) embeds a
+// Wrapper, made by Wrap: it then has every method of every optional
+// interface, passing through to the wrapped source those it does not
+// override, and advertises exactly the wrapped source's capabilities,
+// computed once. So the code that asks whether a source is named, sized
+// or sharded asks Caps or As, never a type assertion, and gets the same
+// answer for a source and for any stack of wrappers of it.
+//
 // A Pool is a set of worker goroutines shared by every stream. A Loader is
 // one stream: it plans batches with a sampler.Distributed, hands their
 // samples to the pool in chunks, and delivers filled batches in order. Each
@@ -24,5 +37,6 @@
 //
 // Open, RegisterFormat, Sources, Pools, Skippers and Loader.Release are
 // safe for concurrent use; Loader.Next must be called from one goroutine
-// at a time.
+// at a time. Caps and As are, and a Wrapper, which does not change after
+// Wrap, is safe for concurrent use as the source it wraps is.
 package loader

@@ -83,7 +83,7 @@ func mappedFault(r any) (m mapping, off uintptr, ok bool) {
 // file changed: its size now against the mapping's.
 func faultError(src Source, i int64, m mapping, off uintptr) error {
 	file, record := src.String(), i
-	if n, ok := src.(Namer); ok {
+	if n, ok := As[Namer](src); ok {
 		file, record = n.Name(i), -1
 	}
 	where := m.file // unless file names it already (SHARD(MEMBER) does)

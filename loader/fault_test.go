@@ -246,7 +246,7 @@ func TestNamer(t *testing.T) {
 		}
 		defer src.Close()
 		w := want[name]
-		if n, ok := src.(loader.Namer); !ok || n.Name(w.i) != file+w.name {
+		if n, ok := loader.As[loader.Namer](src); !ok || n.Name(w.i) != file+w.name {
 			t.Fatalf("%s: not a Namer, or sample %d not named %q", name, w.i, file+w.name)
 		}
 	}
@@ -256,7 +256,7 @@ func TestNamer(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer val.Close()
-	if n, ok := val.(loader.Namer); !ok || n.Name(0) != file+"#180" {
+	if n, ok := loader.As[loader.Namer](val); !ok || n.Name(0) != file+"#180" {
 		t.Fatalf("a part of cifar: Namer %v, sample 0 named %q, want %q", ok, n.Name(0), file+"#180")
 	}
 	syn, err := loader.Open("synthetic:100?holdout=2")
@@ -264,7 +264,7 @@ func TestNamer(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer syn.Close()
-	if _, ok := syn.(loader.Namer); ok {
+	if _, ok := loader.As[loader.Namer](syn); ok {
 		t.Fatal("a part of a source without names is a Namer")
 	}
 }

@@ -3,15 +3,28 @@ package loader_test
 import (
 	"testing"
 
-	"github.com/loaderd/loaderd/client/wire"
 	"github.com/loaderd/loaderd/loader"
 )
 
-// TestMaxBatchSizeIsTheWires: a batch the daemon's Open refuses is not
-// one the loader takes either, and the other way round. (A test, so that
-// client/wire need not import the loader, nor the loader the wire.)
-func TestMaxBatchSizeIsTheWires(t *testing.T) {
-	if loader.MaxBatchSize != wire.MaxBatchSize {
-		t.Fatalf("loader.MaxBatchSize %d, client/wire.MaxBatchSize %d: keep them equal", loader.MaxBatchSize, wire.MaxBatchSize)
+// TestCheckBatchSize: the one rule for a batch size, 1..MaxBatchSize, that
+// New, the daemon's Open and loaderd bench all apply.
+func TestCheckBatchSize(t *testing.T) {
+	for _, tt := range []struct {
+		n    int
+		want string
+	}{
+		{1, ""},
+		{loader.MaxBatchSize, ""},
+		{0, "batch size 0 (want 1..16384)"},
+		{-3, "batch size -3 (want 1..16384)"},
+		{loader.MaxBatchSize + 1, "batch size 16385 (want 1..16384)"},
+	} {
+		got := ""
+		if err := loader.CheckBatchSize(tt.n); err != nil {
+			got = err.Error()
+		}
+		if got != tt.want {
+			t.Errorf("CheckBatchSize(%d) = %q, want %q", tt.n, got, tt.want)
+		}
 	}
 }

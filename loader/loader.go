@@ -10,6 +10,7 @@ import (
 
 	"github.com/loaderd/loaderd/augment"
 	"github.com/loaderd/loaderd/client/sample"
+	"github.com/loaderd/loaderd/client/wire"
 	"github.com/loaderd/loaderd/pinned"
 	"github.com/loaderd/loaderd/sampler"
 )
@@ -50,11 +51,20 @@ type Config struct {
 // DefaultInFlight is the number of batches a Loader keeps in flight.
 const DefaultInFlight = 4
 
-// MaxBatchSize bounds a batch, so that a typo cannot map gigabytes. It
-// equals client/wire.MaxBatchSize, the most the daemon's Open accepts:
-// a stream the wire refuses is not worth building in-process either
-// (limits_test.go holds the two together).
-const MaxBatchSize = 16384
+// MaxBatchSize bounds a batch, so that a typo cannot map gigabytes: the
+// most the daemon's Open accepts, since a stream the wire refuses is not
+// worth building in-process either.
+const MaxBatchSize = wire.MaxBatchSize
+
+// CheckBatchSize reports a batch size outside 1..MaxBatchSize, in words
+// that list among other problems. New checks Config.BatchSize with it; the
+// daemon checks an Open's before it sizes the stream's memory.
+func CheckBatchSize(n int) error {
+	if n <= 0 || n > MaxBatchSize {
+		return fmt.Errorf("batch size %d (want 1..%d)", n, MaxBatchSize)
+	}
+	return nil
+}
 
 // Loader delivers one stream's batches in order. Next and Release may be
 // called from different goroutines; Next itself must not be called
@@ -63,6 +73,8 @@ type Loader struct {
 	pool     *Pool
 	cfg      Config
 	src      Source
+	sized    SizedSource // src, when its images vary in size
+	pf       Prefetcher  // src, when it prefetches
 	pipe     *augment.Pipeline
 	dist     sampler.Distributed
 	outBytes int
@@ -108,8 +120,8 @@ func New(pool *Pool, cfg Config) (*Loader, error) {
 	if cfg.Pipeline == nil {
 		errs = append(errs, "no pipeline")
 	}
-	if cfg.BatchSize <= 0 || cfg.BatchSize > MaxBatchSize {
-		errs = append(errs, fmt.Sprintf("batch size %d (want 1..%d)", cfg.BatchSize, MaxBatchSize))
+	if err := CheckBatchSize(cfg.BatchSize); err != nil {
+		errs = append(errs, err.Error())
 	}
 	if cfg.InFlight < 1 || cfg.InFlight > 64 {
 		errs = append(errs, fmt.Sprintf("in-flight %d (want 1..64)", cfg.InFlight))
@@ -130,7 +142,7 @@ func New(pool *Pool, cfg Config) (*Loader, error) {
 		} else if s := cfg.Source.Spec(); s.H == 0 && s.W == 0 {
 			// Images of varying size: the source must say each one's size,
 			// and the chain must open with resize or crop ops.
-			if _, ok := sizedSource(cfg.Source); !ok {
+			if !Caps(cfg.Source).Has(CapSized) {
 				errs = append(errs, fmt.Sprintf("source %s gives images of varying size but no loader.SizedSource", cfg.Source))
 			}
 			if !cfg.Pipeline.Resamples() {
@@ -139,7 +151,7 @@ func New(pool *Pool, cfg Config) (*Loader, error) {
 		}
 		dist = sampler.Distributed{N: cfg.Source.Len(), Rank: cfg.Rank, World: cfg.World,
 			Seed: cfg.Seed, Shuffle: cfg.Shuffle, DropLast: cfg.DropLast}
-		if so, ok := cfg.Source.(ShardOrderer); ok {
+		if so, ok := As[ShardOrderer](cfg.Source); ok {
 			dist.Shards = so.ShardOrder()
 		}
 		if err := dist.Validate(); err != nil {
@@ -157,6 +169,8 @@ func New(pool *Pool, cfg Config) (*Loader, error) {
 		order: make([]*Batch, cfg.InFlight), queue: make([]*Batch, cfg.InFlight),
 		wake: make(chan struct{}, 1), closing: make(chan struct{}),
 		skip: Skipper{Policy: cfg.OnError, MaxSkips: cfg.MaxSkips, OnSkip: cfg.OnSkip}}
+	l.sized, _ = As[SizedSource](cfg.Source)
+	l.pf, _ = As[Prefetcher](cfg.Source)
 	l.perEpoch = sampler.Batches(dist.NumSamples(), cfg.BatchSize, cfg.DropLastBatch)
 	if l.perEpoch == 0 {
 		return nil, fmt.Errorf("loader: invalid config: rank %d gets %d samples per epoch, no batch of %d", cfg.Rank, dist.NumSamples(), cfg.BatchSize)
@@ -338,8 +352,8 @@ func (l *Loader) planLocked() {
 		start := l.pos.Batch * bs
 		n := min(bs, l.plan.Len()-start)
 		b.Indices = l.plan.Fill(b.idx[:n], start)
-		if pf, ok := l.src.(Prefetcher); ok {
-			pf.Prefetch(b.Indices)
+		if l.pf != nil {
+			l.pf.Prefetch(b.Indices)
 		}
 		b.Labels = b.labels[:n]
 		if b.params != nil {

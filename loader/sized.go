@@ -106,21 +106,11 @@ func (r *sizedReader) Sample(i int64, scratch []byte) (int32, []byte, error) {
 	return label, pix, err
 }
 
-// sizedSource returns the stream's source as a SizedSource when its
-// images vary in size.
-func sizedSource(src Source) (SizedSource, bool) {
-	if s := src.Spec(); s.H != 0 || s.W != 0 {
-		return nil, false
-	}
-	ss, ok := src.(SizedSource)
-	return ss, ok
-}
-
 // Name names sample i as the source does, so that a fault while reading a
 // mapped shard still names its member (see faultError); without a Namer
 // it is the source and the index.
 func (r *sizedReader) Name(i int64) string {
-	if n, ok := r.SizedSource.(Namer); ok {
+	if n, ok := As[Namer](r.SizedSource); ok {
 		return n.Name(i)
 	}
 	return r.SizedSource.String() + "#" + strconv.FormatInt(i, 10)

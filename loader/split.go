@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"sync"
 
-	"github.com/loaderd/loaderd/augment"
 	"github.com/loaderd/loaderd/sampler"
 )
 
@@ -35,18 +34,19 @@ type Labeler interface {
 // Split reads every label once, through Label if src is a Labeler and
 // through Sample otherwise, and keeps only the held-out indices (classes ×
 // holdout of them), whichever part is asked for. The part owns src: its
-// Close closes src. A part implements Labeler, and its method
-// Origin(i int64) int64 maps a part's index back to src's. Errors from src
-// (which name the file and record) are returned as they are. A part of a
-// Namer is a Namer.
+// Close closes src. Its method Origin(i int64) int64 maps a part's index
+// back to src's. Errors from src (which name the file and record) are
+// returned as they are.
 //
-// A part passes on its source's shard order and prefetch: it is a
-// ShardOrderer (the source's order restricted to the part: each source
-// run keeps its shard, its part's samples still consecutive indices,
-// since the part numbers its samples in the source's order) and a
-// Prefetcher (indices mapped through Origin). A part of a SizedSource
+// A part is a Wrapper of src: it has src's capabilities (see Caps), each
+// through Origin. A part of a Namer is a Namer; a part of a SizedSource
 // whose images vary in size is a SizedSource, so it streams through the
-// resize and crop ops as its source does.
+// resize and crop ops as its source does; a part of a ShardOrderer has
+// the source's order restricted to the part (each source run keeps its
+// shard, its part's samples still consecutive indices, since the part
+// numbers its samples in the source's order); a part of a Prefetcher
+// prefetches the source's indices of its own. Label works on every part,
+// through Sample where src is no Labeler.
 func Split(src Source, holdoutPerClass int, val bool) (Source, error) {
 	if holdoutPerClass < 0 {
 		return nil, fmt.Errorf("loader: split %s: holdout %d per class is negative: %w", src, holdoutPerClass, ErrSplit)
@@ -77,30 +77,16 @@ func SplitFraction(src Source, frac float64, val bool) (Source, error) {
 // split makes the part of src given the sorted held-out indices; hold is
 // the holdout= value, for String.
 func split(src Source, held []int64, val bool, hold string) (Source, error) {
-	var err error
 	n := int64(len(held))
 	if !val {
 		n = src.Len() - n
 	}
-	lab, _ := src.(Labeler)
-	part := &splitSource{src: src, lab: lab, held: held, val: val, n: n, hold: hold}
-	part.pf, _ = src.(Prefetcher)
-	if so, ok := src.(ShardOrderer); ok && so.ShardOrder() != nil {
-		if part.order, err = part.shards(so.ShardOrder()); err != nil {
+	part := &splitSource{Wrapper: Wrap(src), held: held, val: val, n: n, hold: hold}
+	if order := part.Wrapper.ShardOrder(); order != nil {
+		var err error
+		if part.order, err = part.shards(order); err != nil {
 			return nil, fmt.Errorf("loader: split %s: %w", src, err)
 		}
-	}
-	_, named := src.(Namer)
-	// A part of images of varying size says each one's size, as its
-	// source does, so that a stream of it can open with resize or crops.
-	if _, ok := sizedSource(src); ok {
-		if named {
-			return namedSizedSplit{sizedSplit{part}}, nil
-		}
-		return sizedSplit{part}, nil
-	}
-	if named {
-		return namedSplit{part}, nil
 	}
 	return part, nil
 }
@@ -185,7 +171,7 @@ func holdoutFraction(src Source, frac float64) ([]int64, error) {
 // Label if src is a Labeler and through Sample otherwise, and checks each
 // against the classes.
 func scanLabels(src Source, f func(i int64, label int32)) error {
-	lab, _ := src.(Labeler)
+	lab, _ := As[Labeler](src)
 	var scratch []byte
 	if lab == nil {
 		scratch = make([]byte, scratchBytes(src))
@@ -213,7 +199,7 @@ func scanLabels(src Source, f func(i int64, label int32)) error {
 // scratchBytes is the scratch Sample needs: the spec's bytes, or for
 // images of varying size the largest image the source admits.
 func scratchBytes(src Source) int {
-	if ss, ok := sizedSource(src); ok {
+	if ss, ok := As[SizedSource](src); ok {
 		return int(ss.MaxPixels()) * src.Spec().C
 	}
 	return src.Spec().Bytes()
@@ -226,18 +212,17 @@ func className(src Source, c int) string {
 	return fmt.Sprint(c)
 }
 
-// splitSource is one part of a Split. It is safe for concurrent use as
-// its source is.
+// splitSource is one part of a Split: a Wrapper of its source, whose
+// methods map the part's indices to the source's. It is safe for
+// concurrent use as its source is.
 type splitSource struct {
-	src  Source
-	lab  Labeler
-	held []int64 // sorted held-out indices of src
+	Wrapper
+	held []int64 // sorted held-out indices of the source
 	val  bool
 	n    int64
 	hold string // the holdout= value: a count per class or a fraction
 
 	order *sampler.Shards // the source's shard order over the part; nil: uniform
-	pf    Prefetcher      // the source, when it prefetches
 	pfMu  sync.Mutex      // guards pfBuf: streams prefetch concurrently
 	pfBuf []int64
 }
@@ -272,7 +257,7 @@ func (s *splitSource) ShardOrder() *sampler.Shards { return s.order }
 // Prefetch implements Prefetcher: the source prefetches the part's
 // indices, mapped to its own.
 func (s *splitSource) Prefetch(indices []int64) {
-	if s.pf == nil {
+	if !s.Caps().Has(CapPrefetch) {
 		return
 	}
 	s.pfMu.Lock()
@@ -284,7 +269,7 @@ func (s *splitSource) Prefetch(indices []int64) {
 		}
 	}
 	s.pfBuf = buf
-	s.pf.Prefetch(buf)
+	s.Wrapper.Prefetch(buf)
 }
 
 // Origin returns the index in the split source of the part's sample i.
@@ -302,77 +287,39 @@ func (s *splitSource) Origin(i int64) int64 {
 // Len returns the number of samples in this part.
 func (s *splitSource) Len() int64 { return s.n }
 
-// Spec returns the split source's pixel spec.
-func (s *splitSource) Spec() augment.Spec { return s.src.Spec() }
-
-// Classes returns the split source's classes: both parts share them.
-func (s *splitSource) Classes() []string { return s.src.Classes() }
-
 // String names the part as FORMAT:PATH?holdout=K&part=train|val.
 func (s *splitSource) String() string {
 	part := "train"
 	if s.val {
 		part = "val"
 	}
-	return fmt.Sprintf("%s?holdout=%s&part=%s", s.src, s.hold, part)
+	return fmt.Sprintf("%s?holdout=%s&part=%s", s.Unwrap(), s.hold, part)
 }
-
-// Decoder names the split source's JPEG decoder, "" when it decodes
-// none, for loaderd inspect.
-func (s *splitSource) Decoder() string {
-	if d, ok := s.src.(interface{ Decoder() string }); ok {
-		return d.Decoder()
-	}
-	return ""
-}
-
-// Close closes the split source.
-func (s *splitSource) Close() error { return s.src.Close() }
 
 // Sample returns the part's sample i (the source's sample Origin(i)).
 func (s *splitSource) Sample(i int64, scratch []byte) (int32, []byte, error) {
 	if i < 0 || i >= s.n {
 		return 0, nil, &RecordError{File: s.String(), Record: i, Err: ErrIndex}
 	}
-	return s.src.Sample(s.Origin(i), scratch)
+	return s.Wrapper.Sample(s.Origin(i), scratch)
 }
 
-// namedSplit is a part of a Namer: a Namer too.
-type namedSplit struct{ *splitSource }
+// Name implements Namer: the source's name of the part's sample i.
+func (s *splitSource) Name(i int64) string { return s.Wrapper.Name(s.Origin(i)) }
 
-// Name names the part's sample i as the split source names it.
-func (s namedSplit) Name(i int64) string { return s.src.(Namer).Name(s.Origin(i)) }
-
-// Label returns the part's label i, without decoding when the source is a
-// Labeler.
+// Label implements Labeler: the part's label i, without decoding when
+// the source is a Labeler.
 func (s *splitSource) Label(i int64) (int32, error) {
 	if i < 0 || i >= s.n {
 		return 0, &RecordError{File: s.String(), Record: i, Err: ErrIndex}
 	}
-	if s.lab != nil {
-		return s.lab.Label(s.Origin(i))
-	}
-	label, _, err := s.src.Sample(s.Origin(i), make([]byte, scratchBytes(s.src)))
-	return label, err
+	return s.Wrapper.Label(s.Origin(i))
 }
 
-// sizedSplit is a part of a SizedSource (images of varying size): a
-// SizedSource too.
-type sizedSplit struct{ *splitSource }
-
-// MaxPixels implements SizedSource: the split source's bound.
-func (s sizedSplit) MaxPixels() int64 { return s.src.(SizedSource).MaxPixels() }
-
 // SampleSized implements SizedSource: the source's sample Origin(i).
-func (s sizedSplit) SampleSized(i int64, scratch []byte, scale Scaler) (int32, []byte, int, int, int, error) {
+func (s *splitSource) SampleSized(i int64, scratch []byte, scale Scaler) (int32, []byte, int, int, int, error) {
 	if i < 0 || i >= s.n {
 		return 0, nil, 0, 0, 0, &RecordError{File: s.String(), Record: i, Err: ErrIndex}
 	}
-	return s.src.(SizedSource).SampleSized(s.Origin(i), scratch, scale)
+	return s.sized.SampleSized(s.Origin(i), scratch, scale) // Wrapper.SampleSized, one call less
 }
-
-// namedSizedSplit is a part of a SizedSource that is a Namer.
-type namedSizedSplit struct{ sizedSplit }
-
-// Name names the part's sample i as the split source names it.
-func (s namedSizedSplit) Name(i int64) string { return s.src.(Namer).Name(s.Origin(i)) }

@@ -275,11 +275,11 @@ func TestSplitSized(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			ss, ok := part.(SizedSource)
+			ss, ok := As[SizedSource](part)
 			if !ok || ss.MaxPixels() != 1000 {
 				t.Fatalf("named=%v val=%v: part %T is not a SizedSource of 1000 pixels", named, val, part)
 			}
-			if _, isNamer := part.(Namer); isNamer != named {
+			if _, isNamer := As[Namer](part); isNamer != named {
 				t.Errorf("named=%v: part is a Namer: %v", named, isNamer)
 			}
 			if l, err := part.(Labeler).Label(0); err != nil || l != labels[part.(interface{ Origin(int64) int64 }).Origin(0)] {

@@ -44,8 +44,8 @@ func (c *benchConfig) Validate() error {
 	if c.Workers < 1 {
 		errs = append(errs, fmt.Errorf("--workers %d: want at least 1", c.Workers))
 	}
-	if c.BatchSize < 1 || c.BatchSize > loader.MaxBatchSize {
-		errs = append(errs, fmt.Errorf("--batch %d: want 1..%d", c.BatchSize, loader.MaxBatchSize))
+	if err := loader.CheckBatchSize(c.BatchSize); err != nil {
+		errs = append(errs, fmt.Errorf("--batch: %w", err))
 	}
 	if c.Epochs < 1 {
 		errs = append(errs, fmt.Errorf("--epochs %d: want at least 1", c.Epochs))

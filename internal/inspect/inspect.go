@@ -92,13 +92,13 @@ func Run(ctx context.Context, o Options) (Report, error) {
 	defer src.Close()
 	r := Report{Source: o.Source, Len: src.Len(), Spec: src.Spec(), SampleBytes: int64(src.Spec().Bytes()),
 		FileBytes: diskBytes(o.Source)}
-	if d, ok := src.(interface{ Decoder() string }); ok {
+	if d, ok := loader.As[loader.DecoderNamer](src); ok {
 		r.Decoder = d.Decoder()
 	}
 	if err := r.countClasses(ctx, src); err != nil {
 		return r, err
 	}
-	ss, varying := sizedOf(src)
+	ss, varying := loader.As[loader.SizedSource](src)
 	r.Varying = varying
 	if varying && !o.Verify {
 		if err := r.measure(ctx, ss); err != nil {
@@ -118,15 +118,9 @@ func Run(ctx context.Context, o Options) (Report, error) {
 	return r, nil
 }
 
-// labeler is implemented by the sources that know a label without
-// decoding the sample (folder, tar, arrow, parquet).
-type labeler interface {
-	Label(i int64) (int32, error)
-}
-
 func (r *Report) countClasses(ctx context.Context, src loader.Source) error {
 	counts := make([]int64, len(src.Classes()))
-	lb, fast := src.(labeler)
+	lb, fast := loader.As[loader.Labeler](src) // folder, tar, arrow, parquet: no decoding
 	var scratch []byte
 	if !fast {
 		scratch = make([]byte, scratchBytes(src))
@@ -158,7 +152,7 @@ func (r *Report) verify(ctx context.Context, src loader.Source, workers int) err
 	var bad atomic.Int64
 	var mu sync.Mutex
 	var wg sync.WaitGroup
-	ss, varying := sizedOf(src)
+	ss, varying := loader.As[loader.SizedSource](src)
 	sizes := make([][][2]int, workers) // per worker, for images of varying size
 	for w := range int64(workers) {
 		wg.Add(1)

@@ -47,7 +47,7 @@ func ContactSheet(src loader.Source, indices []int64, o SheetOptions) (*image.RG
 		return nil, errNoSamples
 	}
 	in := src.Spec()
-	ss, varying := sizedOf(src)
+	ss, varying := loader.As[loader.SizedSource](src)
 	if in.H == 0 && in.W == 0 && !varying {
 		return nil, fmt.Errorf("inspect: %s gives images of varying size but no loader.SizedSource", src)
 	}

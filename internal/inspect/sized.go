@@ -32,18 +32,9 @@ type Sizes struct {
 	MinH, MedianH, MaxH       int
 }
 
-// sizedOf returns src as a SizedSource when its images vary in size.
-func sizedOf(src loader.Source) (loader.SizedSource, bool) {
-	if s := src.Spec(); s.H != 0 || s.W != 0 {
-		return nil, false
-	}
-	ss, ok := src.(loader.SizedSource)
-	return ss, ok
-}
-
 // scratchBytes is what Sample and SampleSized need of scratch.
 func scratchBytes(src loader.Source) int {
-	if ss, ok := sizedOf(src); ok {
+	if ss, ok := loader.As[loader.SizedSource](src); ok {
 		return int(ss.MaxPixels()) * src.Spec().C
 	}
 	return src.Spec().Bytes()

@@ -56,8 +56,8 @@ func (s *Server) validate(o *pb.Open) (*plan, error) {
 		bad = append(bad, fmt.Sprintf("rank %d of world %d", o.GetRank(), o.GetWorld()))
 	}
 	bs := int(o.GetBatchSize())
-	if bs <= 0 || bs > wire.MaxBatchSize {
-		bad = append(bad, fmt.Sprintf("batch size %d (want 1..%d)", bs, wire.MaxBatchSize))
+	if err := loader.CheckBatchSize(bs); err != nil {
+		bad = append(bad, err.Error())
 	}
 	if o.GetStartEpoch() < 0 || o.GetStartBatch() < 0 || o.GetEpochs() < 0 {
 		bad = append(bad, fmt.Sprintf("negative start epoch, start batch or epochs (%d, %d, %d)", o.GetStartEpoch(), o.GetStartBatch(), o.GetEpochs()))
@@ -110,7 +110,7 @@ func (s *Server) validate(o *pb.Open) (*plan, error) {
 }
 
 // buildPipeline folds the stream's augmentation: the dataset default when
-// Open names none, with Open's dtype and layout applied last.
+// Open names none, with Open's dtype and layout (augment.NewPipelineAs).
 func buildPipeline(ds *Dataset, o *pb.Open) (*augment.Pipeline, error) {
 	spec := o.GetAugment()
 	if spec == "" {
@@ -120,69 +120,15 @@ func buildPipeline(ds *Dataset, o *pb.Open) (*augment.Pipeline, error) {
 	if err != nil {
 		return nil, err
 	}
-	if o.GetDtype() != pb.DType_DTYPE_UNSPECIFIED || o.GetLayout() != pb.Layout_LAYOUT_UNSPECIFIED {
-		folded, err := augment.NewPipeline(ds.Source.Spec(), ops...)
-		if err != nil {
-			return nil, err
-		}
-		out := augment.Output{DType: folded.Out().DType, Layout: folded.Out().Layout}
-		if d := o.GetDtype(); d != pb.DType_DTYPE_UNSPECIFIED {
-			if sample.DType(d).Size() == 0 {
-				return nil, fmt.Errorf("unknown dtype %d", d)
-			}
-			if o.GetAugment() != "" && hasOutput(ops) && sample.DType(d) != out.DType {
-				return nil, fmt.Errorf("dtype %s disagrees with the augment spec's %s", sample.DType(d), out.DType)
-			}
-			out.DType = sample.DType(d)
-		}
-		if l := o.GetLayout(); l != pb.Layout_LAYOUT_UNSPECIFIED {
-			if l != pb.Layout_LAYOUT_CHW && l != pb.Layout_LAYOUT_HWC {
-				return nil, fmt.Errorf("unknown layout %d", l)
-			}
-			if o.GetAugment() != "" && hasOutput(ops) && sample.Layout(l) != out.Layout {
-				return nil, fmt.Errorf("layout %s disagrees with the augment spec's %s", sample.Layout(l), out.Layout)
-			}
-			out.Layout = sample.Layout(l)
-		}
-		// A u8 stream of a normalising default drops the normalisation:
-		// the client asked for raw pixels.
-		if out.DType == sample.U8 && folded.Out().DType.IsFloat() {
-			ops = withoutFloatOps(ops)
-		}
-		ops = append(withoutOutput(ops), out)
+	// sample's dtype and layout are bytes: a value past 255 would wrap.
+	want := augment.Output{DType: sample.DType(o.GetDtype()), Layout: sample.Layout(o.GetLayout())}
+	if int32(want.DType) != int32(o.GetDtype()) {
+		return nil, fmt.Errorf("unknown dtype %d", o.GetDtype())
 	}
-	return augment.NewPipeline(ds.Source.Spec(), ops...)
-}
-
-func hasOutput(ops []augment.Op) bool {
-	for _, op := range ops {
-		if _, ok := op.(augment.Output); ok {
-			return true
-		}
+	if int32(want.Layout) != int32(o.GetLayout()) {
+		return nil, fmt.Errorf("unknown layout %d", o.GetLayout())
 	}
-	return false
-}
-
-func withoutOutput(ops []augment.Op) []augment.Op {
-	var out []augment.Op
-	for _, op := range ops {
-		if _, ok := op.(augment.Output); !ok {
-			out = append(out, op)
-		}
-	}
-	return out
-}
-
-func withoutFloatOps(ops []augment.Op) []augment.Op {
-	var out []augment.Op
-	for _, op := range ops {
-		switch op.(type) {
-		case augment.Normalize, augment.ToTensor:
-		default:
-			out = append(out, op)
-		}
-	}
-	return out
+	return augment.NewPipelineAs(ds.Source.Spec(), ops, want, o.GetAugment() != "")
 }
 
 func (s *Server) names() []string {

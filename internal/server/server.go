@@ -121,7 +121,7 @@ func New(opts Options, datasets ...*Dataset) (*Server, error) {
 	var scratch int64
 	for _, d := range datasets {
 		sample := int64(d.Source.Spec().Bytes())
-		if sz, ok := d.Source.(loader.SizedSource); ok && d.Source.Spec().H == 0 { // images of any size: the largest it admits
+		if sz, ok := loader.As[loader.SizedSource](d.Source); ok { // images of any size: the largest it admits
 			sample = sz.MaxPixels() * int64(d.Source.Spec().C)
 		}
 		scratch = max(scratch, 2*sample*int64(opts.Workers))

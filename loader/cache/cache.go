@@ -9,10 +9,8 @@ import (
 	"sync/atomic"
 	"unsafe"
 
-	"github.com/loaderd/loaderd/augment"
 	"github.com/loaderd/loaderd/internal/bytesize"
 	"github.com/loaderd/loaderd/loader"
-	"github.com/loaderd/loaderd/sampler"
 )
 
 // ErrConfig reports a cache that cannot be built as asked: a bad option,
@@ -56,22 +54,25 @@ type counter struct {
 
 // Cache is a loader.Source that keeps the decoded pixels of the samples
 // it admits (see the package documentation). It owns the source it
-// wraps: Close closes it. It also implements loader.Namer,
-// loader.Labeler and loader.SizedSource (the last one meaningful only
-// when the source's images vary in size: a Spec of H = W = 0).
+// wraps: Close closes it. It is a loader.Wrapper of that source, so it
+// has the source's capabilities (loader.Caps), no more: Sample,
+// SampleSized (of a source of varying size) and Label serve what is
+// cached, and the other optional interfaces pass through.
 type Cache struct {
-	src    loader.Source
-	sized  loader.SizedSource // src, when its images vary in size
-	name   string
-	sample int64 // bytes of one fixed-size sample; 0 when sizes vary
-	ch     int64 // channels
-	ents   []entry
-	arena  []byte
+	// What a hit reads comes first, away from the counters workers write.
+	ents    []entry
+	arena   []byte
+	sample  int64 // bytes of one fixed-size sample; 0 when sizes vary
+	ch      int64 // channels
+	varying bool  // the source's images vary in size (a loader.SizedSource)
+	closed  atomic.Bool
+
+	loader.Wrapper
+	name string
 
 	used    atomic.Int64 // arena bytes handed out (bump pointer)
 	full    atomic.Bool  // no sample fits any more (fixed-size samples)
 	entries atomic.Int64
-	closed  atomic.Bool
 	hits    [stripes]counter
 	misses  [stripes]counter
 
@@ -84,16 +85,15 @@ type Cache struct {
 func New(src loader.Source, cfg Config) (*Cache, error) {
 	spec := src.Spec()
 	n := src.Len()
-	c := &Cache{src: src, name: src.String(), ch: int64(spec.C)}
+	c := &Cache{Wrapper: loader.Wrap(src), name: src.String(), ch: int64(spec.C)}
 	if spec.H == 0 && spec.W == 0 {
-		ss, ok := src.(loader.SizedSource)
-		if !ok {
+		if !c.Caps().Has(loader.CapSized) {
 			return nil, fmt.Errorf("cache: %s: images of varying size but no loader.SizedSource: %w", src, ErrConfig)
 		}
 		if cfg.Bytes <= 0 {
 			return nil, fmt.Errorf("cache: %s: images of varying size need cache_bytes=SIZE: %w", src, ErrConfig)
 		}
-		c.sized = ss
+		c.varying = true
 	} else {
 		c.sample = int64(spec.Bytes())
 		if cfg.Bytes < 0 {
@@ -128,7 +128,7 @@ func (c *Cache) Sample(i int64, scratch []byte) (int32, []byte, error) {
 		return 0, nil, &loader.RecordError{File: c.String(), Record: i, Err: loader.ErrClosed}
 	}
 	if uint64(i) >= uint64(len(c.ents)) {
-		return c.src.Sample(i, scratch) // the source names its own bad index
+		return c.Wrapper.Sample(i, scratch) // the source names its own bad index
 	}
 	e := &c.ents[i]
 	if st := e.st.Load(); st >= stReady {
@@ -136,14 +136,14 @@ func (c *Cache) Sample(i int64, scratch []byte) (int32, []byte, error) {
 		return e.label, c.view(e, st), nil
 	}
 	c.misses[i&(stripes-1)].n.Add(1)
-	if c.sized != nil {
-		label, pix, h, w, _, err := c.sized.SampleSized(i, scratch, nil)
+	if c.varying {
+		label, pix, h, w, _, err := c.Wrapper.SampleSized(i, scratch, nil)
 		if err == nil {
 			c.admit(e, label, pix, h, w)
 		}
 		return label, pix, err
 	}
-	label, pix, err := c.src.Sample(i, scratch)
+	label, pix, err := c.Wrapper.Sample(i, scratch)
 	if err == nil {
 		c.admit(e, label, pix, 0, 0)
 	}
@@ -152,18 +152,20 @@ func (c *Cache) Sample(i int64, scratch []byte) (int32, []byte, error) {
 
 // SampleSized implements loader.SizedSource. A cached image is served
 // when the caller's scale takes it at full size (d = 1); for a scaled
-// decode the source decodes it as it would without the cache.
+// decode the source decodes it as it would without the cache. (A cache
+// of a source of fixed-size images has no loader.CapSized: its
+// SampleSized is Sample at the Spec's size.)
 func (c *Cache) SampleSized(i int64, scratch []byte, scale loader.Scaler) (label int32, pix []byte, h, w, d int, err error) {
-	if c.sized == nil {
+	if !c.varying {
 		label, pix, err = c.Sample(i, scratch)
-		s := c.src.Spec()
+		s := c.Spec()
 		return label, pix, s.H, s.W, 1, err
 	}
 	if c.closed.Load() {
 		return 0, nil, 0, 0, 0, &loader.RecordError{File: c.String(), Record: i, Err: loader.ErrClosed}
 	}
 	if uint64(i) >= uint64(len(c.ents)) {
-		return c.sized.SampleSized(i, scratch, scale)
+		return c.Wrapper.SampleSized(i, scratch, scale)
 	}
 	e := &c.ents[i]
 	if st := e.st.Load(); st >= stReady {
@@ -182,11 +184,11 @@ func (c *Cache) SampleSized(i int64, scratch []byte, scale loader.Scaler) (label
 		// the whole image.
 		ws := wholes.Get().(*whole)
 		ws.Scaler = scale
-		label, pix, h, w, d, err = c.sized.SampleSized(i, scratch, ws)
+		label, pix, h, w, d, err = c.Wrapper.SampleSized(i, scratch, ws)
 		ws.Scaler = nil
 		wholes.Put(ws)
 	} else {
-		label, pix, h, w, d, err = c.sized.SampleSized(i, scratch, scale)
+		label, pix, h, w, d, err = c.Wrapper.SampleSized(i, scratch, scale)
 	}
 	if err == nil && d == 1 {
 		c.admit(e, label, pix, h, w)
@@ -204,7 +206,7 @@ var wholes = sync.Pool{New: func() any { return new(whole) }}
 func (c *Cache) view(e *entry, st uint64) []byte {
 	off := int64(st - stReady)
 	n := c.sample
-	if c.sized != nil {
+	if c.varying {
 		n = int64(e.h) * int64(e.w) * c.ch
 	}
 	return c.arena[off : off+n : off+n]
@@ -214,7 +216,7 @@ func (c *Cache) view(e *entry, st uint64) []byte {
 // other worker got there first.
 func (c *Cache) admit(e *entry, label int32, pix []byte, h, w int) {
 	n := int64(len(pix))
-	if c.full.Load() || n == 0 || (c.sized != nil && n != int64(h)*int64(w)*c.ch) {
+	if c.full.Load() || n == 0 || (c.varying && n != int64(h)*int64(w)*c.ch) {
 		return
 	}
 	if !e.st.CompareAndSwap(stEmpty, stFilling) {
@@ -236,7 +238,7 @@ func (c *Cache) reserve(n int64) (int64, bool) {
 	for {
 		u := c.used.Load()
 		if u+n > int64(len(c.arena)) {
-			if c.sized == nil || u == int64(len(c.arena)) {
+			if !c.varying || u == int64(len(c.arena)) {
 				c.full.Store(true) // static admission: the cache is complete
 			}
 			return 0, false
@@ -260,15 +262,6 @@ func (c *Cache) fill(e *entry, off int64, pix []byte) {
 	copy(c.arena[off:], pix)
 }
 
-// Len implements loader.Source.
-func (c *Cache) Len() int64 { return c.src.Len() }
-
-// Spec implements loader.Source.
-func (c *Cache) Spec() augment.Spec { return c.src.Spec() }
-
-// Classes implements loader.Source.
-func (c *Cache) Classes() []string { return c.src.Classes() }
-
 // String names the source as FORMAT:PATH with the cache's options.
 func (c *Cache) String() string {
 	sep := "?"
@@ -278,69 +271,27 @@ func (c *Cache) String() string {
 	return c.name + sep + "cache=decoded&cache_bytes=" + strconv.Itoa(len(c.arena))
 }
 
-// Source returns the source the cache wraps.
-func (c *Cache) Source() loader.Source { return c.src }
-
-// Name implements loader.Namer, as the source names its samples.
-func (c *Cache) Name(i int64) string {
-	if n, ok := c.src.(loader.Namer); ok {
-		return n.Name(i)
-	}
-	return c.name + "#" + strconv.FormatInt(i, 10)
-}
+// Source returns the source the cache wraps (as Unwrap does).
+func (c *Cache) Source() loader.Source { return c.Unwrap() }
 
 // Label implements loader.Labeler: the cached label, else the source's
-// (without decoding when the source is a Labeler).
+// (without decoding when the source is a Labeler; through Sample, which
+// admits the sample, when it is not).
 func (c *Cache) Label(i int64) (int32, error) {
 	if uint64(i) < uint64(len(c.ents)) && !c.closed.Load() {
 		if e := &c.ents[i]; e.st.Load() >= stReady {
 			return e.label, nil
 		}
 	}
-	if l, ok := c.src.(loader.Labeler); ok {
-		return l.Label(i)
+	if c.Caps().Has(loader.CapLabeler) {
+		return c.Wrapper.Label(i)
 	}
 	need := c.sample
-	if c.sized != nil {
-		need = c.sized.MaxPixels() * c.ch
+	if c.varying {
+		need = c.MaxPixels() * c.ch
 	}
 	label, _, err := c.Sample(i, make([]byte, need))
 	return label, err
-}
-
-// MaxPixels implements loader.SizedSource.
-func (c *Cache) MaxPixels() int64 {
-	if c.sized != nil {
-		return c.sized.MaxPixels()
-	}
-	s := c.src.Spec()
-	return int64(s.H) * int64(s.W)
-}
-
-// ShardOrder implements loader.ShardOrderer: the source's shard-shuffle
-// order, nil when it has none, so that ?order=shards survives the cache.
-func (c *Cache) ShardOrder() *sampler.Shards {
-	if so, ok := c.src.(loader.ShardOrderer); ok {
-		return so.ShardOrder()
-	}
-	return nil
-}
-
-// Prefetch implements loader.Prefetcher by passing the plan on to the
-// source (remote shards fetch ahead); samples already cached cost the
-// source a lookup at most.
-func (c *Cache) Prefetch(indices []int64) {
-	if pf, ok := c.src.(loader.Prefetcher); ok {
-		pf.Prefetch(indices)
-	}
-}
-
-// Decoder names the source's image decoder, where it has one.
-func (c *Cache) Decoder() string {
-	if d, ok := c.src.(interface{ Decoder() string }); ok {
-		return d.Decoder()
-	}
-	return ""
 }
 
 // Stats are a cache's counters, read together (each one atomically, not
@@ -381,14 +332,13 @@ func (c *Cache) Close() error {
 	c.closeOnce.Do(func() {
 		c.closed.Store(true)
 		dropArena(c.arena)
-		c.closeErr = c.src.Close()
+		c.closeErr = c.Wrapper.Close()
 	})
 	return c.closeErr
 }
 
 var (
 	_ loader.SizedSource = (*Cache)(nil)
-	_ loader.Namer       = (*Cache)(nil)
 	_ loader.Labeler     = (*Cache)(nil)
 )
 

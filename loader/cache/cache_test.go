@@ -467,11 +467,11 @@ func TestCachePassesShardOrder(t *testing.T) {
 	}
 	defer c.Close()
 	var src2 loader.Source = c
-	so, ok := src2.(loader.ShardOrderer)
+	so, ok := loader.As[loader.ShardOrderer](src2)
 	if !ok || so.ShardOrder() != order {
 		t.Fatalf("cache hides the source's shard order")
 	}
-	pf, ok := src2.(loader.Prefetcher)
+	pf, ok := loader.As[loader.Prefetcher](src2)
 	if !ok {
 		t.Fatal("cache is not a Prefetcher")
 	}
@@ -484,7 +484,7 @@ func TestCachePassesShardOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer plain.Close()
-	if plain.ShardOrder() != nil {
+	if _, ok := loader.As[loader.ShardOrderer](plain); ok || plain.ShardOrder() != nil {
 		t.Error("a source without shards got an order")
 	}
 }

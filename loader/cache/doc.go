@@ -4,7 +4,11 @@
 // the same u8 pixels from memory instead of decoding again.
 //
 // A Cache wraps a loader.Source and is one itself, so the loader, the
-// error policy and the fault guard see nothing new. The dataset option
+// error policy and the fault guard see nothing new. It embeds a
+// loader.Wrapper: it has exactly its source's capabilities (loader.Caps;
+// a cache of a source that is no Namer is no Namer, one of fixed-size
+// images no SizedSource), and passes names, shard order, prefetch and the
+// decoder's name through. The dataset option
 // cache=decoded (with cache_bytes=SIZE) is taken out of FORMAT:PATH?OPTIONS
 // by Open and SplitSpec, before loader.Open sees the format's options.
 //

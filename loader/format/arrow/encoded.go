@@ -291,7 +291,7 @@ func (a *encSource) recordError(i int64, err error) error {
 // Spec returns H×W×3 U8 HWC, or 0×0×3 with size=any.
 func (a *encSource) Spec() augment.Spec { return a.dec.Spec() }
 
-// Decoder names the JPEG decoder (decoder=), for loaderd inspect.
+// Decoder implements loader.DecoderNamer: the JPEG decoder (decoder=).
 func (a *encSource) Decoder() string { return a.dec.DecoderName() }
 
 // Name returns row i's file and row in it, as FILE#ROW.

@@ -158,7 +158,7 @@ func (f *source) Spec() augment.Spec { return f.dec.Spec() }
 // Classes returns the class directory names, sorted.
 func (f *source) Classes() []string { return f.classes }
 
-// Decoder names the JPEG decoder (decoder=), for loaderd inspect.
+// Decoder implements loader.DecoderNamer: the JPEG decoder (decoder=).
 func (f *source) Decoder() string { return f.dec.DecoderName() }
 
 // String names the source as folder:ROOT.

@@ -3,10 +3,8 @@
 package folder
 
 import (
-	"errors"
 	"os"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -48,16 +46,6 @@ func sampleWithin(t *testing.T, src loader.Source, i int64) error {
 	}
 }
 
-// wantRecordError checks that err wraps want and names file.
-func wantRecordError(t *testing.T, err, want error, file string) {
-	t.Helper()
-	var re *loader.RecordError
-	if !errors.Is(err, want) || !errors.As(err, &re) || !strings.HasSuffix(re.File, file) {
-		t.Fatalf("%v; want %v naming %s", err, want, file)
-	}
-	t.Log(err)
-}
-
 // TestFolderSpecialFiles: only regular files are read. A FIFO in the tree
 // fails the open, naming it; links to a device or a FIFO, and a file
 // replaced by a FIFO after the open, fail their samples, naming them,
@@ -69,7 +57,7 @@ func TestFolderSpecialFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := open(dir)
-	wantRecordError(t, err, loader.ErrNotRegular, "c/1.png")
+	loadertest.WantRecordError(t, err, loader.ErrNotRegular, "c/1.png")
 
 	dir = t.TempDir()
 	writeImages(t, dir, "0.png", "3.png")
@@ -89,8 +77,8 @@ func TestFolderSpecialFiles(t *testing.T) {
 	if src.Len() != 4 {
 		t.Fatalf("%d samples, want 4", src.Len())
 	}
-	wantRecordError(t, sampleWithin(t, src, 1), loader.ErrNotRegular, "c/1.png")
-	wantRecordError(t, sampleWithin(t, src, 2), loader.ErrNotRegular, "c/2.png")
+	loadertest.WantRecordError(t, sampleWithin(t, src, 1), loader.ErrNotRegular, "c/1.png")
+	loadertest.WantRecordError(t, sampleWithin(t, src, 2), loader.ErrNotRegular, "c/2.png")
 	p := filepath.Join(dir, "c", "3.png")
 	if err := os.Remove(p); err != nil {
 		t.Fatal(err)
@@ -98,7 +86,7 @@ func TestFolderSpecialFiles(t *testing.T) {
 	if err := syscall.Mkfifo(p, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	wantRecordError(t, sampleWithin(t, src, 3), loader.ErrNotRegular, "c/3.png")
+	loadertest.WantRecordError(t, sampleWithin(t, src, 3), loader.ErrNotRegular, "c/3.png")
 	if err := sampleWithin(t, src, 0); err != nil {
 		t.Fatalf("the regular file: %v", err)
 	}
@@ -117,10 +105,10 @@ func TestFolderMaxBytes(t *testing.T) {
 	if err := sampleWithin(t, src, 0); err != nil {
 		t.Fatal(err)
 	}
-	wantRecordError(t, sampleWithin(t, src, 1), imagedec.ErrTooLarge, "c/1.jpg")
+	loadertest.WantRecordError(t, sampleWithin(t, src, 1), imagedec.ErrTooLarge, "c/1.jpg")
 	// The first image gives the size: refused there, the open fails.
 	_, err = loader.Open("folder:" + dir + "?maxbytes=50")
-	wantRecordError(t, err, imagedec.ErrTooLarge, "c/0.png")
+	loadertest.WantRecordError(t, err, imagedec.ErrTooLarge, "c/0.png")
 	src, err = loader.Open("folder:" + dir)
 	if err != nil {
 		t.Fatal(err)

@@ -320,7 +320,7 @@ func (p *source) Spec() augment.Spec { return p.dec.Spec() }
 // Classes returns the class names.
 func (p *source) Classes() []string { return p.classes }
 
-// Decoder names the JPEG decoder (decoder=), for loaderd inspect.
+// Decoder implements loader.DecoderNamer: the JPEG decoder (decoder=).
 func (p *source) Decoder() string { return p.dec.DecoderName() }
 
 // String names the source as parquet:PATH.

@@ -1,25 +1,13 @@
 package tar
 
 import (
-	"errors"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/loaderd/loaderd/loader"
 	"github.com/loaderd/loaderd/loader/imagedec"
 	"github.com/loaderd/loaderd/loader/internal/loadertest"
 )
-
-// wantRecordError checks that err wraps want and names file.
-func wantRecordError(t *testing.T, err, want error, file string) {
-	t.Helper()
-	var re *loader.RecordError
-	if !errors.Is(err, want) || !errors.As(err, &re) || !strings.HasSuffix(re.File, file) {
-		t.Fatalf("%v; want %v naming %s", err, want, file)
-	}
-	t.Log(err)
-}
 
 // TestTarUnsafeMemberNames: a member whose name is absolute or climbs out
 // with "..", in either layout, fails the open naming it. Taken as it
@@ -32,7 +20,7 @@ func TestTarUnsafeMemberNames(t *testing.T) {
 		writeTar(t, path, entry{name: "train/cat/0.png", data: png}, entry{name: "train/dog/1.png", data: png},
 			entry{name: bad, data: png}, entry{name: "k0.cls", data: []byte("0")}, entry{name: "k0.png", data: png})
 		_, err := open(path)
-		wantRecordError(t, err, loader.ErrCorrupt, "x.tar("+bad+")")
+		loadertest.WantRecordError(t, err, loader.ErrCorrupt, "x.tar("+bad+")")
 	}
 }
 
@@ -53,9 +41,9 @@ func TestTarMaxBytes(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, _, err = src.Sample(1, scratch)
-	wantRecordError(t, err, imagedec.ErrTooLarge, "x.tar(train/c/1.jpg)")
+	loadertest.WantRecordError(t, err, imagedec.ErrTooLarge, "x.tar(train/c/1.jpg)")
 	_, err = open(path + "?maxbytes=50") // the first member gives the size
-	wantRecordError(t, err, imagedec.ErrTooLarge, "x.tar(train/c/0.png)")
+	loadertest.WantRecordError(t, err, imagedec.ErrTooLarge, "x.tar(train/c/0.png)")
 	src, err = open(path)
 	if err != nil {
 		t.Fatal(err)

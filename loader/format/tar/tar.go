@@ -390,7 +390,7 @@ func (t *source) Spec() augment.Spec { return t.dec.Spec() }
 // Classes returns the class names.
 func (t *source) Classes() []string { return t.classes }
 
-// Decoder names the JPEG decoder (decoder=), for loaderd inspect.
+// Decoder implements loader.DecoderNamer: the JPEG decoder (decoder=).
 func (t *source) Decoder() string { return t.dec.DecoderName() }
 
 // String names the source as tar:PATH.
