@@ -264,9 +264,25 @@ func (p *Pipeline) ApplyScaled(dst, src []byte, h, w, d int, prm sample.Params, 
 	return s.inner.Apply(dst, scratch.mid, prm)
 }
 
+// ApplyDecoded runs the pipeline on what a decoder gave for an h×w
+// image: src holds region of it (in full-size pixels) decoded at 1/d, as
+// the decoder reports. The whole image at any d is ApplyScaled; at d = 1
+// the random resized crop's own box (CropBox) alone is ApplyCropped. Any
+// other region is an ErrParams error: the pipeline never guesses what
+// src holds.
+func (p *Pipeline) ApplyDecoded(dst, src []byte, h, w, d int, region sample.Box, prm sample.Params, scratch *Scratch) error {
+	if region == (sample.Box{W: int32(w), H: int32(h)}) {
+		return p.ApplyScaled(dst, src, h, w, d, prm, scratch)
+	}
+	if box, ok := p.CropBox(prm); ok && d == 1 && region == box {
+		return p.ApplyCropped(dst, src, h, w, prm, scratch)
+	}
+	return errorf(ErrParams, "augment: %s cannot take region %+v of a %dx%d image at 1/%d (params %+v)", p, region, w, h, d, prm.Box)
+}
+
 // CropBox returns the region of an image a random resized crop reads,
 // prm.Box, and true; other pipelines read whole images (false). A source
-// may decode only that region (loader.Cropper) and hand it to
+// may decode only that region (loader.Want's Crop) and hand it to
 // ApplyCropped.
 func (p *Pipeline) CropBox(prm sample.Params) (sample.Box, bool) {
 	if s := p.sized; s != nil && s.geo.rrc && prm.Box.W > 0 && prm.Box.H > 0 {

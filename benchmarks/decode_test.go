@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/loaderd/loaderd/client/sample"
+	"github.com/loaderd/loaderd/loader"
 	"github.com/loaderd/loaderd/loader/imagedec"
 )
 
@@ -119,7 +120,7 @@ func benchDecode(b *testing.B, src, dec string, workers int) {
 				if i >= int64(b.N) {
 					return
 				}
-				_, _, _, err := d.DecodeSized(imgs[i%int64(len(imgs))], buf, nil)
+				_, err := d.DecodeSized(imgs[i%int64(len(imgs))], buf, loader.Want{})
 				if err != nil {
 					failed.Store(err)
 					return

@@ -65,7 +65,7 @@ func (l *Loader) fill(c chunk, wk *worker) {
 	var src Source = l.src
 	if ss := l.sized; ss != nil {
 		need = int(ss.MaxPixels()) * l.src.Spec().C
-		wk.sized.SizedSource, wk.sized.l, wk.sized.epoch = ss, l, b.Epoch
+		wk.sized.SizedSource = ss
 		src = &wk.sized
 	}
 	if cap(wk.scratch) < need {
@@ -113,7 +113,7 @@ func (l *Loader) fillOne(b *Batch, k int, src Source, wk *worker, scratch []byte
 	// The planned index: Indices[k] is written last, so a sample that
 	// faulted and is read again starts from the same plan.
 	idx := b.Indices[k]
-	wk.sized.idx = idx
+	wk.sized.want.plan(l, b.Epoch, idx)
 	used, label, pix, err := l.skip.Sample(src, b.Epoch, b.Index, idx, scratch)
 	if err == nil {
 		// Keyed by the planned index: a substitute is augmented as the
@@ -122,12 +122,11 @@ func (l *Loader) fillOne(b *Batch, k int, src Source, wk *worker, scratch []byte
 		dst := b.Data[k*out : (k+1)*out]
 		var prm sample.Params
 		if r := &wk.sized; r.SizedSource != nil {
-			prm = r.prm // drawn for the image's size as it was read
-			if r.cropped {
-				err = l.pipe.ApplyCropped(dst, pix, r.h, r.w, prm, &wk.aug)
-			} else {
-				err = l.pipe.ApplyScaled(dst, pix, r.h, r.w, r.d, prm, &wk.aug)
-			}
+			// Drawn for the image's size as the source read it, and
+			// applied to what the source says it decoded.
+			d := r.dec
+			prm = r.want.params(d.H, d.W)
+			err = l.pipe.ApplyDecoded(dst, pix, d.H, d.W, d.Scale, d.Box, prm, &wk.aug)
 		} else {
 			prm = l.pipe.Draw(l.cfg.Seed, b.Epoch, idx)
 			err = l.pipe.Apply(dst, pix, prm)

@@ -17,36 +17,57 @@ type SizedSource interface {
 	// MaxPixels bounds h·w of every sample: a worker's scratch holds
 	// MaxPixels·C bytes, and a larger image is an error.
 	MaxPixels() int64
-	// SampleSized reads sample i into scratch as Sample does, and returns
-	// the image's full size h×w and the DCT scaling denominator d it was
-	// decoded at: pix holds augment.ScaledSize(h, w, d) pixels. scale,
-	// when not nil, is asked with the full size from the image's header,
-	// before decoding, for the largest d (1, 2, 4 or 8) the caller can
-	// use; a source may decode at it or at 1 (a format without scaled
-	// decoding). When scale is also a Cropper offering a box and the
-	// source decodes at d = 1, it may decode only that box: pix then holds
-	// exactly its box.W·box.H·C bytes (a box smaller than the image, so
-	// len(pix) tells the two apart). Sample of a SizedSource decodes the
-	// whole image at d = 1.
-	SampleSized(i int64, scratch []byte, scale Scaler) (label int32, pix []byte, h, w, d int, err error)
+	// SampleSized reads sample i into scratch as Sample does, and says
+	// what it decoded: the image's full size, the DCT scale and the
+	// region of the image pix holds (see Decoded). want, when not nil, is
+	// asked once, with the full size from the image's header and before
+	// anything is decoded, what the caller wants of it (see Want); a
+	// source may give less (scale 1, the whole image), never more, and
+	// the Decoded it returns is the only account of what it gave. Sample
+	// of a SizedSource decodes the whole image at scale 1.
+	SampleSized(i int64, scratch []byte, want Scaler) (label int32, pix []byte, dec Decoded, err error)
 }
 
-// Scaler picks the DCT scaling denominator for an h×w image (see
-// SizedSource). It is an interface, not a func, so that a worker passes
-// its own state without allocating.
+// Want is what a caller of SampleSized wants of one image, decided from
+// the image's full size alone: plain data, for the source to act on.
+type Want struct {
+	// Scale is the largest DCT scaling denominator the caller can use:
+	// 1 (or 0), 2, 4 or 8. A source may decode at it or at 1.
+	Scale int
+	// Crop, when not empty, is the only region of the full-size image
+	// the caller reads (a random resized crop's box). A source that
+	// decodes at scale 1 may decode that region alone.
+	Crop sample.Box
+}
+
+// Scaler says what a caller wants of each image (see SizedSource). Want
+// must be a function of the size alone: a source may ask it or not, and
+// what it decoded is in the Decoded it returns, never in whether or how
+// it asked. It is an interface, not a func, so that a worker passes its
+// own state without allocating.
 type Scaler interface {
-	Scale(h, w int) int
+	Want(h, w int) Want
 }
 
-// Cropper is a Scaler whose caller reads only a box of each image (a
-// random resized crop): Crop, asked after Scale for the same image,
-// returns the box in full-size pixels and whether there is one. A source
-// that can decode just a region (decode-and-crop) then need not decode
-// the rest; see SizedSource.
-type Cropper interface {
-	Scaler
-	Crop() (sample.Box, bool)
+// Decoded is what a SampleSized gave: the image's full size from its
+// header, the DCT scaling denominator it was decoded at, and the region
+// of the full-size image that pix holds, in full-size pixels. pix holds
+// the whole image, augment.ScaledSize(H, W, Scale) pixels, when Box is
+// the whole image (Whole); otherwise Box is the Want's Crop, decoded at
+// Scale 1, Box.W·Box.H pixels.
+type Decoded struct {
+	H, W  int
+	Scale int
+	Box   sample.Box
 }
+
+// WholeImage returns the Decoded of an h×w image decoded whole at 1/d.
+func WholeImage(h, w, d int) Decoded {
+	return Decoded{H: h, W: w, Scale: d, Box: sample.Box{W: int32(w), H: int32(h)}}
+}
+
+// Whole reports whether pix holds the whole image.
+func (d Decoded) Whole() bool { return d.Box == sample.Box{W: int32(d.W), H: int32(d.H)} }
 
 // worker is one pool worker's buffers: the source's scratch, and for a
 // SizedSource the resampler's scratch and the sample being read.
@@ -60,49 +81,51 @@ type worker struct {
 }
 
 // sizedReader adapts a SizedSource to Source for the error policy and the
-// fault guard, which call Sample: it draws the sample's params from its
-// header's size as the source asks (Scale), keyed by the planned index,
-// and keeps the size and scale for fillOne.
+// fault guard, which call Sample: it reads the sample with the worker's
+// request and keeps what the source says it decoded, for fillOne.
 type sizedReader struct {
 	SizedSource
+	want sizedWant
+	dec  Decoded // what the last read decoded
+}
+
+// sizedWant is the request a worker passes with every SampleSized: for an
+// h×w image, the DCT scale and the crop box of the params the pipeline
+// draws for (seed, epoch, planned index, h, w). Its Want is a function
+// of the size; it keeps its last draw only so that fillOne need not draw
+// again for the size the source reports (params).
+type sizedWant struct {
 	l          *Loader
 	epoch, idx int64 // the planned sample: substitutes are augmented as it
+	h, w       int   // the size prm was drawn for; 0 before any
 	prm        sample.Params
-	h, w, d    int
-	drawn      bool
-	cropped    bool // pix holds only prm.Box (ApplyCropped)
 }
 
-// Scale implements Scaler.
-func (r *sizedReader) Scale(h, w int) int {
-	r.prm = r.l.pipe.DrawSized(r.l.cfg.Seed, r.epoch, r.idx, h, w)
-	r.h, r.w, r.drawn = h, w, true
-	return r.l.pipe.Scale(h, w, r.prm)
+// plan sets the sample the next reads stand for.
+func (q *sizedWant) plan(l *Loader, epoch, idx int64) {
+	q.l, q.epoch, q.idx, q.h, q.w = l, epoch, idx, 0, 0
 }
 
-// Crop implements Cropper: the box of a random resized crop.
-func (r *sizedReader) Crop() (sample.Box, bool) {
-	if !r.drawn {
-		return sample.Box{}, false
+// params returns the params of the planned sample for an h×w image.
+func (q *sizedWant) params(h, w int) sample.Params {
+	if h != q.h || w != q.w || h == 0 {
+		q.prm = q.l.pipe.DrawSized(q.l.cfg.Seed, q.epoch, q.idx, h, w)
+		q.h, q.w = h, w
 	}
-	return r.l.pipe.CropBox(r.prm)
+	return q.prm
+}
+
+// Want implements Scaler.
+func (q *sizedWant) Want(h, w int) Want {
+	prm := q.params(h, w)
+	box, _ := q.l.pipe.CropBox(prm)
+	return Want{Scale: q.l.pipe.Scale(h, w, prm), Crop: box}
 }
 
 // Sample implements Source through SampleSized.
 func (r *sizedReader) Sample(i int64, scratch []byte) (int32, []byte, error) {
-	r.drawn = false
-	label, pix, h, w, d, err := r.SizedSource.SampleSized(i, scratch, r)
-	if err == nil && (!r.drawn || h != r.h || w != r.w) {
-		// The source did not ask, or asked for another size.
-		r.prm = r.l.pipe.DrawSized(r.l.cfg.Seed, r.epoch, r.idx, h, w)
-	}
-	r.h, r.w, r.d = h, w, d
-	r.cropped = false
-	if box, ok := r.l.pipe.CropBox(r.prm); err == nil && ok && d == 1 {
-		// A crop is smaller than the image: the length tells which came.
-		c := r.l.pipe.In().C
-		r.cropped = len(pix) == int(box.W)*int(box.H)*c && len(pix) != h*w*c
-	}
+	label, pix, dec, err := r.SizedSource.SampleSized(i, scratch, &r.want)
+	r.dec = dec
 	return label, pix, err
 }
 

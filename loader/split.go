@@ -317,9 +317,9 @@ func (s *splitSource) Label(i int64) (int32, error) {
 }
 
 // SampleSized implements SizedSource: the source's sample Origin(i).
-func (s *splitSource) SampleSized(i int64, scratch []byte, scale Scaler) (int32, []byte, int, int, int, error) {
+func (s *splitSource) SampleSized(i int64, scratch []byte, want Scaler) (int32, []byte, Decoded, error) {
 	if i < 0 || i >= s.n {
-		return 0, nil, 0, 0, 0, &RecordError{File: s.String(), Record: i, Err: ErrIndex}
+		return 0, nil, Decoded{}, &RecordError{File: s.String(), Record: i, Err: ErrIndex}
 	}
-	return s.sized.SampleSized(s.Origin(i), scratch, scale) // Wrapper.SampleSized, one call less
+	return s.sized.SampleSized(s.Origin(i), scratch, want) // Wrapper.SampleSized, one call less
 }

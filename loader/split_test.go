@@ -243,17 +243,17 @@ func (s sizedFake) Spec() augment.Spec {
 }
 func (s sizedFake) MaxPixels() int64 { return 1000 }
 func (s sizedFake) Sample(i int64, scratch []byte) (int32, []byte, error) {
-	l, pix, _, _, _, err := s.SampleSized(i, scratch, nil)
+	l, pix, _, err := s.SampleSized(i, scratch, nil)
 	return l, pix, err
 }
-func (s sizedFake) SampleSized(i int64, scratch []byte, _ Scaler) (int32, []byte, int, int, int, error) {
+func (s sizedFake) SampleSized(i int64, scratch []byte, _ Scaler) (int32, []byte, Decoded, error) {
 	s.decodes++
 	h, w := int(i)+1, 2*int(i)+1
 	pix := scratch[:h*w] // panics unless scratch holds MaxPixels
 	for k := range pix {
 		pix[k] = byte(i)
 	}
-	return s.labels[i], pix, h, w, 1, nil
+	return s.labels[i], pix, WholeImage(h, w, 1), nil
 }
 
 type namedSizedFake struct{ sizedFake }
@@ -288,7 +288,8 @@ func TestSplitSized(t *testing.T) {
 			scratch := make([]byte, 1000)
 			for i := range part.Len() {
 				o := part.(interface{ Origin(int64) int64 }).Origin(i)
-				l, pix, h, w, d, err := ss.SampleSized(i, scratch, nil)
+				l, pix, dec, err := ss.SampleSized(i, scratch, nil)
+				h, w, d := dec.H, dec.W, dec.Scale
 				if err != nil || l != labels[o] || h != int(o)+1 || w != 2*int(o)+1 || d != 1 || len(pix) != h*w || pix[0] != byte(o) {
 					t.Errorf("SampleSized(%d) = %d, %d bytes, %dx%d/%d, %v; want index %d", i, l, len(pix), h, w, d, err, o)
 				}
@@ -296,7 +297,7 @@ func TestSplitSized(t *testing.T) {
 					t.Errorf("Name(%d) = %q, want img%d", i, part.(Namer).Name(i), o)
 				}
 			}
-			if _, _, _, _, _, err := ss.SampleSized(part.Len(), scratch, nil); !errors.Is(err, ErrIndex) {
+			if _, _, _, err := ss.SampleSized(part.Len(), scratch, nil); !errors.Is(err, ErrIndex) {
 				t.Errorf("SampleSized past the end: %v", err)
 			}
 		}

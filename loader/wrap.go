@@ -155,7 +155,7 @@ func As[T any](src Source) (T, bool) {
 // MaxPixels is the Spec's H·W, SampleSized reads the whole image through
 // Sample, ShardOrder is nil, Prefetch does nothing and Decoder is "".
 // An overriding method reaches the wrapped source's through the embedded
-// field: w.Wrapper.SampleSized(j, scratch, scale).
+// field: w.Wrapper.SampleSized(j, scratch, want).
 //
 // A Wrapper does not change after Wrap: it is safe for concurrent use as
 // the wrapped source is.
@@ -239,13 +239,13 @@ func (w *Wrapper) Label(i int64) (int32, error) {
 func (w *Wrapper) MaxPixels() int64 { return w.sized.MaxPixels() }
 
 // SampleSized implements SizedSource: the wrapped source's, or its
-// Sample at the Spec's size, d = 1.
-func (w *Wrapper) SampleSized(i int64, scratch []byte, scale Scaler) (int32, []byte, int, int, int, error) {
-	return w.sized.SampleSized(i, scratch, scale)
+// Sample at the Spec's size, whole at scale 1.
+func (w *Wrapper) SampleSized(i int64, scratch []byte, want Scaler) (int32, []byte, Decoded, error) {
+	return w.sized.SampleSized(i, scratch, want)
 }
 
 // wholeSample is a Source that is no SizedSource as one: its Sample at
-// the Spec's size, d = 1.
+// the Spec's size, whole at scale 1.
 type wholeSample struct{ Source }
 
 func (s wholeSample) MaxPixels() int64 {
@@ -253,10 +253,10 @@ func (s wholeSample) MaxPixels() int64 {
 	return int64(spec.H) * int64(spec.W)
 }
 
-func (s wholeSample) SampleSized(i int64, scratch []byte, _ Scaler) (int32, []byte, int, int, int, error) {
+func (s wholeSample) SampleSized(i int64, scratch []byte, _ Scaler) (int32, []byte, Decoded, error) {
 	label, pix, err := s.Sample(i, scratch)
 	spec := s.Spec()
-	return label, pix, spec.H, spec.W, 1, err
+	return label, pix, WholeImage(spec.H, spec.W, 1), err
 }
 
 // ShardOrder implements ShardOrderer: the wrapped source's order, or nil.

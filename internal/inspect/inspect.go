@@ -162,9 +162,9 @@ func (r *Report) verify(ctx context.Context, src loader.Source, workers int) err
 			for i := w; i < src.Len() && ctx.Err() == nil; i += int64(workers) {
 				var err error
 				if varying { // at full size, as Sample: every pixel decoded
-					var h, wd int
-					if _, _, h, wd, _, err = ss.SampleSized(i, scratch, nil); err == nil {
-						sizes[w] = append(sizes[w], [2]int{h, wd})
+					var dec loader.Decoded
+					if _, _, dec, err = ss.SampleSized(i, scratch, nil); err == nil {
+						sizes[w] = append(sizes[w], [2]int{dec.H, dec.W})
 					}
 				} else {
 					_, _, err = src.Sample(i, scratch)

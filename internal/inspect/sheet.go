@@ -106,9 +106,10 @@ func ContactSheet(src loader.Source, indices []int64, o SheetOptions) (*image.RG
 		switch {
 		case thumbs:
 			var p []byte
-			var h, w, d int
-			if label, p, h, w, d, err = ss.SampleSized(idx, scratch, thumbScale{boxW}); err == nil {
-				sh, sw := augment.ScaledSize(h, w, d)
+			var dec loader.Decoded
+			if label, p, dec, err = ss.SampleSized(idx, scratch, thumbScale{boxW}); err == nil {
+				h, w := dec.H, dec.W
+				sh, sw := augment.ScaledSize(h, w, dec.Scale)
 				th, tw := thumbSize(h, w, boxW)
 				drawThumb(sheet, x0, y0, boxW, p, sh, sw, in.C, th, tw)
 			}

@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/loaderd/loaderd/augment"
-	"github.com/loaderd/loaderd/client/sample"
 	"github.com/loaderd/loaderd/internal/bytesize"
 	"github.com/loaderd/loaderd/loader"
 )
@@ -65,7 +64,7 @@ func sizeStats(hw [][2]int) Sizes {
 // only the size is wanted.
 type headerOnly struct{}
 
-func (headerOnly) Scale(h, w int) int { return 8 }
+func (headerOnly) Want(h, w int) loader.Want { return loader.Want{Scale: 8} }
 
 // measure reads the sizes of SizeSamples samples spread over src.
 func (r *Report) measure(ctx context.Context, ss loader.SizedSource) error {
@@ -76,8 +75,8 @@ func (r *Report) measure(ctx context.Context, ss loader.SizedSource) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		if _, _, h, w, _, err := ss.SampleSized(k*ss.Len()/n, scratch, headerOnly{}); err == nil {
-			hw = append(hw, [2]int{h, w})
+		if _, _, dec, err := ss.SampleSized(k*ss.Len()/n, scratch, headerOnly{}); err == nil {
+			hw = append(hw, [2]int{dec.H, dec.W})
 		}
 	}
 	r.Sizes = sizeStats(hw)
@@ -112,18 +111,18 @@ func errFixedAugment(spec augment.Spec) error {
 		"pass --augment opening with resize=, center_crop= or random_resized_crop=, e.g. random_resized_crop=224,flip", spec)
 }
 
-// thumbScale picks the largest DCT scale at which an image still has
+// thumbScale asks for the largest DCT scale at which an image still has
 // at least as many pixels on each side as its thumbnail.
 type thumbScale struct{ cell int }
 
-func (t thumbScale) Scale(h, w int) int {
+func (t thumbScale) Want(h, w int) loader.Want {
 	th, tw := thumbSize(h, w, t.cell)
 	for _, d := range []int{8, 4, 2} {
 		if sh, sw := augment.ScaledSize(h, w, d); sh >= th && sw >= tw {
-			return d
+			return loader.Want{Scale: d}
 		}
 	}
-	return 1
+	return loader.Want{Scale: 1}
 }
 
 // thumbSize is an h×w image scaled to fit a cell×cell square, keeping
@@ -169,31 +168,27 @@ func drawThumb(dst *image.RGBA, x0, y0, cell int, pix []byte, sh, sw, c, th, tw 
 }
 
 // drawSized is the worker's reading of an augmented sample of varying
-// size: the params drawn from the header's size, the decode at the scale
-// they allow.
+// size: for the header's size, the scale of the params drawn for it
+// (whole images: a sheet is no hot path); then the pipeline on what the
+// source says it decoded.
 type drawSized struct {
 	pipe  *augment.Pipeline
 	seed  uint64
 	epoch int64
 	idx   int64
-	prm   sample.Params
-	h, w  int // the size prm was drawn for; 0 before
 }
 
-func (d *drawSized) Scale(h, w int) int {
-	d.prm, d.h, d.w = d.pipe.DrawSized(d.seed, d.epoch, d.idx, h, w), h, w
-	return d.pipe.Scale(h, w, d.prm)
+func (d *drawSized) Want(h, w int) loader.Want {
+	return loader.Want{Scale: d.pipe.Scale(h, w, d.pipe.DrawSized(d.seed, d.epoch, d.idx, h, w))}
 }
 
 // sample reads sample idx of ss and applies the pipeline into dst.
 func (d *drawSized) sample(ss loader.SizedSource, idx int64, scratch, dst []byte, sc *augment.Scratch) (int32, error) {
-	d.idx, d.h, d.w = idx, 0, 0
-	label, pix, h, w, den, err := ss.SampleSized(idx, scratch, d)
+	d.idx = idx
+	label, pix, dec, err := ss.SampleSized(idx, scratch, d)
 	if err != nil {
 		return 0, err
 	}
-	if h != d.h || w != d.w { // the source did not ask, or asked for another size
-		d.prm = d.pipe.DrawSized(d.seed, d.epoch, idx, h, w)
-	}
-	return label, d.pipe.ApplyScaled(dst, pix, h, w, den, d.prm, sc)
+	prm := d.pipe.DrawSized(d.seed, d.epoch, idx, dec.H, dec.W)
+	return label, d.pipe.ApplyDecoded(dst, pix, dec.H, dec.W, dec.Scale, dec.Box, prm, sc)
 }

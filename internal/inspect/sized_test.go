@@ -155,7 +155,8 @@ func TestContactSheetSizedAugmented(t *testing.T) {
 	want := make([]byte, 16*16*3)
 	var sc augment.Scratch
 	for k, i := range idx {
-		_, pix, h, w, _, err := ss.SampleSized(i, scratch, nil)
+		_, pix, dec, err := ss.SampleSized(i, scratch, nil)
+		h, w := dec.H, dec.W
 		if err != nil {
 			t.Fatal(err)
 		}

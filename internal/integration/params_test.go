@@ -55,8 +55,8 @@ type scaler struct {
 	epoch, idx int64
 }
 
-func (s scaler) Scale(h, w int) int {
-	return s.pipe.Scale(h, w, s.pipe.DrawSized(s.seed, s.epoch, s.idx, h, w))
+func (s scaler) Want(h, w int) loader.Want {
+	return loader.Want{Scale: s.pipe.Scale(h, w, s.pipe.DrawSized(s.seed, s.epoch, s.idx, h, w))}
 }
 
 // TestResizedCropParams streams a random_resized_crop dataset of varying
@@ -111,7 +111,8 @@ func TestResizedCropParams(t *testing.T) {
 			n := pipe.Out().Bytes()
 			for k, idx := range b.Indices {
 				got := b.Params[k]
-				_, pix, h, w, d, err := ss.SampleSized(idx, scratch, scaler{pipe, seed, b.Epoch, idx})
+				_, pix, dec, err := ss.SampleSized(idx, scratch, scaler{pipe, seed, b.Epoch, idx})
+				h, w, d := dec.H, dec.W, dec.Scale
 				if err != nil {
 					t.Fatal(err)
 				}

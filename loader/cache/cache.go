@@ -137,9 +137,9 @@ func (c *Cache) Sample(i int64, scratch []byte) (int32, []byte, error) {
 	}
 	c.misses[i&(stripes-1)].n.Add(1)
 	if c.varying {
-		label, pix, h, w, _, err := c.Wrapper.SampleSized(i, scratch, nil)
-		if err == nil {
-			c.admit(e, label, pix, h, w)
+		label, pix, dec, err := c.Wrapper.SampleSized(i, scratch, nil)
+		if err == nil && dec.Scale == 1 && dec.Whole() {
+			c.admit(e, label, pix, dec.H, dec.W)
 		}
 		return label, pix, err
 	}
@@ -151,54 +151,57 @@ func (c *Cache) Sample(i int64, scratch []byte) (int32, []byte, error) {
 }
 
 // SampleSized implements loader.SizedSource. A cached image is served
-// when the caller's scale takes it at full size (d = 1); for a scaled
-// decode the source decodes it as it would without the cache. (A cache
-// of a source of fixed-size images has no loader.CapSized: its
-// SampleSized is Sample at the Spec's size.)
-func (c *Cache) SampleSized(i int64, scratch []byte, scale loader.Scaler) (label int32, pix []byte, h, w, d int, err error) {
+// when the caller's want takes it at full size (scale 1), whole even where
+// the caller would read a crop of it (the Decoded says so); for a scaled
+// decode the source decodes it as it would without the cache. (A cache of
+// a source of fixed-size images has no loader.CapSized: its SampleSized
+// is Sample at the Spec's size.)
+func (c *Cache) SampleSized(i int64, scratch []byte, want loader.Scaler) (label int32, pix []byte, dec loader.Decoded, err error) {
 	if !c.varying {
 		label, pix, err = c.Sample(i, scratch)
 		s := c.Spec()
-		return label, pix, s.H, s.W, 1, err
+		return label, pix, loader.WholeImage(s.H, s.W, 1), err
 	}
 	if c.closed.Load() {
-		return 0, nil, 0, 0, 0, &loader.RecordError{File: c.String(), Record: i, Err: loader.ErrClosed}
+		return 0, nil, loader.Decoded{}, &loader.RecordError{File: c.String(), Record: i, Err: loader.ErrClosed}
 	}
 	if uint64(i) >= uint64(len(c.ents)) {
-		return c.Wrapper.SampleSized(i, scratch, scale)
+		return c.Wrapper.SampleSized(i, scratch, want)
 	}
 	e := &c.ents[i]
 	if st := e.st.Load(); st >= stReady {
-		h, w, d = int(e.h), int(e.w), 1
-		if scale != nil {
-			d = scale.Scale(h, w)
-		}
-		if d == 1 {
+		h, w := int(e.h), int(e.w)
+		if want == nil || want.Want(h, w).Scale <= 1 {
 			c.hits[i&(stripes-1)].n.Add(1)
-			return e.label, c.view(e, st), h, w, 1, nil
+			return e.label, c.view(e, st), loader.WholeImage(h, w, 1), nil
 		}
 	}
 	c.misses[i&(stripes-1)].n.Add(1)
-	if _, ok := scale.(loader.Cropper); ok && !c.full.Load() && e.st.Load() == stEmpty {
-		// A crop could not be cached: while there may be room, decode
+	if want != nil && !c.full.Load() && e.st.Load() == stEmpty {
+		// A crop could not be cached: while there may be room, ask for
 		// the whole image.
 		ws := wholes.Get().(*whole)
-		ws.Scaler = scale
-		label, pix, h, w, d, err = c.Wrapper.SampleSized(i, scratch, ws)
+		ws.Scaler = want
+		label, pix, dec, err = c.Wrapper.SampleSized(i, scratch, ws)
 		ws.Scaler = nil
 		wholes.Put(ws)
 	} else {
-		label, pix, h, w, d, err = c.Wrapper.SampleSized(i, scratch, scale)
+		label, pix, dec, err = c.Wrapper.SampleSized(i, scratch, want)
 	}
-	if err == nil && d == 1 {
-		c.admit(e, label, pix, h, w)
+	if err == nil && dec.Scale == 1 && dec.Whole() {
+		c.admit(e, label, pix, dec.H, dec.W)
 	}
-	return label, pix, h, w, d, err
+	return label, pix, dec, err
 }
 
-// whole hides a loader.Cropper's Crop (only Scale is promoted), so that
-// the source decodes whole images; pooled, so a miss allocates nothing.
+// whole is a loader.Scaler's request without its crop, so that the
+// source decodes whole images; pooled, so a miss allocates nothing.
 type whole struct{ loader.Scaler }
+
+// Want implements loader.Scaler: the scale asked for, no crop.
+func (w *whole) Want(h, wd int) loader.Want {
+	return loader.Want{Scale: w.Scaler.Want(h, wd).Scale}
+}
 
 var wholes = sync.Pool{New: func() any { return new(whole) }}
 

@@ -330,46 +330,48 @@ func (s *sizedSource) String() string    { return "sized:" + fmt.Sprint(s.n) }
 func (s *sizedSource) Close() error      { return nil }
 func (s *sizedSource) MaxPixels() int64  { return 12 * 12 }
 func (s *sizedSource) Sample(i int64, scratch []byte) (int32, []byte, error) {
-	l, p, _, _, _, err := s.SampleSized(i, scratch, nil)
+	l, p, _, err := s.SampleSized(i, scratch, nil)
 	return l, p, err
 }
-func (s *sizedSource) SampleSized(i int64, scratch []byte, scale loader.Scaler) (int32, []byte, int, int, int, error) {
+func (s *sizedSource) SampleSized(i int64, scratch []byte, want loader.Scaler) (int32, []byte, loader.Decoded, error) {
 	s.calls++
 	if i < 0 || i >= s.n {
-		return 0, nil, 0, 0, 0, &loader.RecordError{File: s.String(), Record: i, Err: loader.ErrIndex}
+		return 0, nil, loader.Decoded{}, &loader.RecordError{File: s.String(), Record: i, Err: loader.ErrIndex}
 	}
 	h, w, d := 8+int(i%5), 6+int(i%7), 1
-	if scale != nil {
-		d = scale.Scale(h, w)
+	var ask loader.Want
+	if want != nil {
+		ask = want.Want(h, w)
+		d = max(ask.Scale, 1)
 	}
 	sh, sw := augment.ScaledSize(h, w, d)
-	if c, ok := scale.(loader.Cropper); ok && d == 1 {
-		if box, ok := c.Crop(); ok {
-			// Decode-and-crop: a distinct pattern, the box's size.
-			pix := scratch[:int(box.W)*int(box.H)*3]
-			for k := range pix {
-				pix[k] = byte(int(i)*13 + k*5 + 1)
-			}
-			return int32(i % 2), pix, h, w, 1, nil
+	if box := ask.Crop; d == 1 && box.W > 0 && box.H > 0 {
+		// Decode-and-crop: a distinct pattern, the box's size.
+		pix := scratch[:int(box.W)*int(box.H)*3]
+		for k := range pix {
+			pix[k] = byte(int(i)*13 + k*5 + 1)
 		}
+		return int32(i % 2), pix, loader.Decoded{H: h, W: w, Scale: 1, Box: box}, nil
 	}
 	pix := scratch[:sh*sw*3]
 	for k := range pix {
 		pix[k] = byte(int(i)*31 + k*d*7)
 	}
-	return int32(i % 2), pix, h, w, d, nil
+	return int32(i % 2), pix, loader.WholeImage(h, w, d), nil
 }
 
 // scaler asks for one DCT scale for every image.
 type scaler int
 
-func (s *scaler) Scale(h, w int) int { return int(*s) }
+func (s *scaler) Want(h, w int) loader.Want { return loader.Want{Scale: int(*s)} }
 
-// cropper asks for full size and offers a 2×3 box of every image.
+// cropBox is the box cropper asks for.
+var cropBox = sample.Box{X: 1, Y: 1, W: 2, H: 3}
+
+// cropper asks for full size and a 2×3 box of every image.
 type cropper struct{}
 
-func (cropper) Scale(h, w int) int       { return 1 }
-func (cropper) Crop() (sample.Box, bool) { return sample.Box{X: 1, Y: 1, W: 2, H: 3}, true }
+func (cropper) Want(h, w int) loader.Want { return loader.Want{Scale: 1, Crop: cropBox} }
 
 // TestCacheSizedCrop: a caller that takes crops (a random resized crop)
 // still fills the cache with whole images, and is served them from it;
@@ -384,15 +386,15 @@ func TestCacheSizedCrop(t *testing.T) {
 	want, got := make([]byte, 12*12*3), make([]byte, 12*12*3)
 	for pass := range 2 {
 		for i := range int64(40) {
-			_, gp, gh, gw, _, err := c.SampleSized(i, got, cropper{})
+			_, gp, gd, err := c.SampleSized(i, got, cropper{})
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, wp, _, _, _, _ := ref.SampleSized(i, want, nil)
-			if len(gp) != gh*gw*3 && len(gp) != 2*3*3 {
-				t.Fatalf("pass %d sample %d: %d bytes, neither the image nor the crop", pass, i, len(gp))
+			_, wp, _, _ := ref.SampleSized(i, want, nil)
+			if !gd.Whole() && gd.Box != cropBox || gd.Scale != 1 {
+				t.Fatalf("pass %d sample %d: %+v, neither the image nor the crop", pass, i, gd)
 			}
-			if len(gp) == gh*gw*3 && !bytes.Equal(gp, wp) {
+			if gd.Whole() && !bytes.Equal(gp, wp) {
 				t.Fatalf("pass %d sample %d: the whole image differs from the source's", pass, i)
 			}
 		}
@@ -420,11 +422,11 @@ func TestCacheSized(t *testing.T) {
 	for pass := range 3 {
 		for i := range int64(40) {
 			for _, d := range []scaler{1, 2} {
-				wl, wp, wh, ww, wd, _ := ref.SampleSized(i, want, &d)
-				gl, gp, gh, gw, gd, err := c.SampleSized(i, got, &d)
-				if err != nil || gl != wl || gh != wh || gw != ww || gd != wd || !bytes.Equal(gp, wp) {
-					t.Fatalf("pass %d sample %d scale %d: %d %dx%d/%d err %v, want %d %dx%d/%d; pixels equal %v",
-						pass, i, d, gl, gh, gw, gd, err, wl, wh, ww, wd, bytes.Equal(gp, wp))
+				wl, wp, wdec, _ := ref.SampleSized(i, want, &d)
+				gl, gp, gdec, err := c.SampleSized(i, got, &d)
+				if err != nil || gl != wl || gdec != wdec || !bytes.Equal(gp, wp) {
+					t.Fatalf("pass %d sample %d scale %d: %d %+v err %v, want %d %+v; pixels equal %v",
+						pass, i, d, gl, gdec, err, wl, wdec, bytes.Equal(gp, wp))
 				}
 			}
 		}

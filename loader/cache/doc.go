@@ -38,7 +38,7 @@
 //
 // Images of varying size (a loader.SizedSource) are cached at their full
 // size (DCT scale 1), each entry as long as its image. A stream whose
-// pipeline asks for a scaled decode (loader.Scaler) of a cached image
+// pipeline asks for a scaled decode (loader.Want) of a cached image
 // reads it from the source at that scale, as it would without the cache,
 // so its pixels are the same; the cache only ever serves what the source
 // would have returned.

@@ -185,12 +185,12 @@ type countScaled struct {
 	scaled atomic.Int64
 }
 
-func (c *countScaled) SampleSized(i int64, scratch []byte, s loader.Scaler) (int32, []byte, int, int, int, error) {
-	label, pix, h, w, d, err := c.SizedSource.SampleSized(i, scratch, s)
-	if d > 1 {
+func (c *countScaled) SampleSized(i int64, scratch []byte, s loader.Scaler) (int32, []byte, loader.Decoded, error) {
+	label, pix, dec, err := c.SizedSource.SampleSized(i, scratch, s)
+	if dec.Scale > 1 {
 		c.scaled.Add(1)
 	}
-	return label, pix, h, w, d, err
+	return label, pix, dec, err
 }
 
 // jpegTar writes a folder-layout tar of n JPEGs, image i of size(i), in

@@ -8,6 +8,7 @@ import (
 
 	"github.com/loaderd/loaderd/augment"
 	"github.com/loaderd/loaderd/client/sample"
+	"github.com/loaderd/loaderd/loader"
 	"github.com/loaderd/loaderd/loader/imagedec/jpegx"
 	"github.com/loaderd/loaderd/loader/internal/loadertest"
 )
@@ -117,7 +118,11 @@ func benchRandomCrop(b *testing.B, pipe *augment.Pipeline, imgs [][]byte, crop b
 	i := 0
 	for b.Loop() {
 		s.idx = int64(i)
-		if _, _, _, err := d.DecodeSized(imgs[i%len(imgs)], dst, s); err != nil {
+		h, w, err := d.SizedHeader(imgs[i%len(imgs)])
+		if err == nil {
+			_, err = d.DecodeSized(imgs[i%len(imgs)], dst, s.Want(h, w))
+		}
+		if err != nil {
 			b.Fatal(err)
 		}
 		i++
@@ -126,24 +131,21 @@ func benchRandomCrop(b *testing.B, pipe *augment.Pipeline, imgs [][]byte, crop b
 }
 
 // rrcScale draws a random resized crop's params as the loader's worker
-// does, and offers the box when crop is set.
+// does (header, then want, then decode, as Source.SampleSized), and asks
+// for the box when crop is set.
 type rrcScale struct {
 	pipe *augment.Pipeline
 	idx  int64
-	prm  sample.Params
 	crop bool
 }
 
-func (s *rrcScale) Scale(h, w int) int {
-	s.prm = s.pipe.DrawSized(1, 0, s.idx, h, w)
-	return s.pipe.Scale(h, w, s.prm)
-}
-
-func (s *rrcScale) Crop() (sample.Box, bool) {
-	if !s.crop {
-		return sample.Box{}, false
+func (s *rrcScale) Want(h, w int) loader.Want {
+	prm := s.pipe.DrawSized(1, 0, s.idx, h, w)
+	want := loader.Want{Scale: s.pipe.Scale(h, w, prm)}
+	if s.crop {
+		want.Crop, _ = s.pipe.CropBox(prm)
 	}
-	return s.pipe.CropBox(s.prm)
+	return want
 }
 
 // BenchmarkDecodeProgressive decodes the large set's progressive JPEGs
@@ -188,7 +190,7 @@ func BenchmarkDecodeProgressive(b *testing.B) {
 		b.ReportAllocs()
 		i := 0
 		for b.Loop() {
-			if _, _, _, err := d.DecodeSized(imgs[i%len(imgs)], dst, nil); err != nil {
+			if _, err := d.DecodeSized(imgs[i%len(imgs)], dst, loader.Want{}); err != nil {
 				b.Fatal(err)
 			}
 			i++

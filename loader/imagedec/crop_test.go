@@ -61,7 +61,8 @@ func TestCropMatchesFullDecode(t *testing.T) {
 	pix := make([]byte, 1<<24*3)
 	var got []byte
 	eachTarImage(t, loadertest.LargeImagesTar(t), func(name string, data []byte) bool {
-		h, w, _, err := full.DecodeSized(data, pix, nil)
+		dec, err := full.DecodeSized(data, pix, loader.Want{})
+		h, w := dec.H, dec.W
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
@@ -169,7 +170,8 @@ func FuzzCropMatchesFull(f *testing.F) {
 		if !d.decodeCrop(data, got, w, h, box) {
 			return
 		}
-		fh, fw, _, err := full.DecodeSized(data, pix, nil)
+		dec, err := full.DecodeSized(data, pix, loader.Want{})
+		fh, fw := dec.H, dec.W
 		if err != nil {
 			return
 		}
@@ -184,12 +186,6 @@ func FuzzCropMatchesFull(f *testing.F) {
 		}
 	})
 }
-
-// cropAsk asks for full size and offers box (a loader.Cropper).
-type cropAsk struct{ box sample.Box }
-
-func (c cropAsk) Scale(h, w int) int       { return 1 }
-func (c cropAsk) Crop() (sample.Box, bool) { return c.box, true }
 
 // TestTablesOfEarlierImagesIgnored: a JPEG without its own Huffman tables
 // (a Motion-JPEG frame) decodes with libjpeg's standard ones whatever the
@@ -222,7 +218,7 @@ func TestTablesOfEarlierImagesIgnored(t *testing.T) {
 		t.Fatalf("ownTables: %v for the stripped file, %v for the whole", ownTables(stripped), ownTables(enc))
 	}
 	want := make([]byte, 320*240*3)
-	if _, _, _, err := (&Decoder{Backend: TurboJPEG}).DecodeSized(stripped, want, nil); err != nil {
+	if _, err := (&Decoder{Backend: TurboJPEG}).DecodeSized(stripped, want, loader.Want{}); err != nil {
 		t.Fatalf("a fresh decoder: %v", err)
 	}
 	other, err := os.ReadFile(fixtures + "img/shapes.progressive.jpeg") // libjpeg's optimised tables
@@ -232,18 +228,19 @@ func TestTablesOfEarlierImagesIgnored(t *testing.T) {
 	d := &Decoder{Backend: TurboJPEG}
 	got := make([]byte, len(want))
 	box := sample.Box{X: 40, Y: 30, W: 200, H: 150}
-	for _, scale := range []loader.Scaler{nil, cropAsk{box}} {
-		if _, _, _, err := d.DecodeSized(other, got, nil); err != nil {
+	for _, ask := range []loader.Want{{}, {Scale: 1, Crop: box}} {
+		if _, err := d.DecodeSized(other, got, loader.Want{}); err != nil {
 			t.Fatal(err)
 		}
-		if _, _, _, err := d.DecodeSized(stripped, got, scale); err != nil {
+		dec, err := d.DecodeSized(stripped, got, ask)
+		if err != nil {
 			t.Fatal(err)
 		}
-		if d.Cropped() != 0 {
-			t.Fatal("decode-and-crop took a file without its own tables")
+		if !dec.Whole() {
+			t.Fatalf("decode-and-crop took a file without its own tables: %+v", dec)
 		}
 		if !bytes.Equal(got, want) {
-			t.Fatalf("scale %v: after another image the pixels differ from a fresh decoder's", scale)
+			t.Fatalf("want %+v: after another image the pixels differ from a fresh decoder's", ask)
 		}
 	}
 }

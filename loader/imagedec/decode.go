@@ -136,7 +136,6 @@ type Decoder struct {
 	crop *cropHandle   // libjpeg's, for decoding only a crop (crop.go)
 	// cropOff: libjpeg.so.62 is missing here, decode whole images.
 	cropOff bool
-	cropped int    // see Cropped
 	cmyk    []byte // a CMYK JPEG before conversion (TurboJPEG)
 	br      bytes.Reader
 	native  []byte // an image at its own size, before resizing

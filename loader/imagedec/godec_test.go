@@ -58,7 +58,7 @@ func TestGoErrors(t *testing.T) {
 		if err := d.Decode(c.data, dst); !errors.Is(err, c.want) {
 			t.Errorf("%s: %v, want %v", c.name, err, c.want)
 		}
-		if _, _, _, err := d.DecodeSized(c.data, dst, nil); !errors.Is(err, c.want) {
+		if _, err := d.DecodeSized(c.data, dst, loader.Want{}); !errors.Is(err, c.want) {
 			t.Errorf("%s: DecodeSized: %v, want %v", c.name, err, c.want)
 		}
 	}

@@ -67,16 +67,22 @@ func (p *Pool) Decode(data, scratch []byte) ([]byte, error) {
 	if len(scratch) < need {
 		return nil, fmt.Errorf("scratch of %d bytes, need %d", len(scratch), need)
 	}
-	d, _ := p.pool.Get().(*Decoder)
-	if d == nil {
-		d = &Decoder{H: p.h, W: p.w, MaxPixels: p.maxPixels, Resize: p.resize, Backend: p.backend}
-	}
+	d := p.get()
 	err := d.Decode(data, scratch[:need])
 	p.pool.Put(d)
 	if err != nil {
 		return nil, err
 	}
 	return scratch[:need], nil
+}
+
+// get lends a decoder of the pool's settings; give it back with
+// p.pool.Put.
+func (p *Pool) get() *Decoder {
+	if d, ok := p.pool.Get().(*Decoder); ok {
+		return d
+	}
+	return &Decoder{H: p.h, W: p.w, MaxPixels: p.maxPixels, Resize: p.resize, Backend: p.backend}
 }
 
 // Size reads the size of the image in data from its header, refusing one

@@ -4,13 +4,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
-	"strconv"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 
-	"github.com/loaderd/loaderd/augment"
 	"github.com/loaderd/loaderd/loader"
 	"github.com/loaderd/loaderd/loader/format/internal/mmap"
 	"github.com/loaderd/loaderd/loader/format/internal/options"
@@ -113,13 +111,14 @@ func encodedType(t arrow.DataType) bool {
 
 // encSource reads Arrow files of encoded images. Files are mapped
 // read-only; each batch's image bytes are a view of the mapping, its
-// offsets copied and checked at open, so Sample reads nothing and trusts
-// no offset it has not checked. It is safe for concurrent use.
+// offsets copied and checked at open, so a sample reads nothing and
+// trusts no offset it has not checked. The embedded imagedec.Source
+// decodes, reading encSource as its imagedec.Records. It is safe for
+// concurrent use.
 type encSource struct {
+	*imagedec.Source
 	mapped
 	batches []encBatch // over all files, by start
-	dec     *imagedec.Pool
-	max     int64 // maxbytes=
 }
 
 type encBatch struct {
@@ -134,51 +133,20 @@ type encBatch struct {
 
 // openEncoded maps and indexes files of encoded images in column col.
 func openEncoded(o *options.Options, files []string, col string) (*encSource, error) {
-	h, w, maxPx, resize, err := o.Decode()
+	opt, err := o.Images()
 	if err != nil {
 		return nil, err
 	}
-	backend, err := o.Backend()
-	if err != nil {
-		return nil, err
-	}
-	maxBytes, err := o.MaxBytes()
-	if err != nil {
-		return nil, err
-	}
-	a := &encSource{mapped: mapped{path: o.Path}, max: maxBytes}
+	a := &encSource{mapped: mapped{path: o.Path}}
 	label := o.Str("label", "label")
 	if err := a.mapAll(files, func(k int) error { return a.index(k, col, label) }); err != nil {
 		return nil, err
 	}
-	if h == 0 && !o.AnySize() { // the first image's size
-		if h, w, err = a.firstSize(maxPx); err != nil {
-			a.Close()
-			return nil, err
-		}
+	if a.Source, err = imagedec.NewSource(a, opt); err != nil { // without size=, reads the first image's
+		a.Close()
+		return nil, err
 	}
-	a.dec = imagedec.NewPool(h, w, maxPx, resize).WithBackend(backend)
 	return a, nil
-}
-
-// firstSize reads the size of the first non-null image.
-func (a *encSource) firstSize(maxPx int64) (int, int, error) {
-	for i := range a.Len() {
-		b, j := a.batch(i)
-		if b.null != nil && b.null[j] {
-			continue
-		}
-		data := b.values[b.offs[j]:b.offs[j+1]]
-		if n := int64(len(data)); n > a.max {
-			return 0, 0, a.recordError(i, options.TooLarge(n, a.max))
-		}
-		h, w, err := imagedec.Size(data, maxPx)
-		if err != nil {
-			return 0, 0, a.recordError(i, err)
-		}
-		return h, w, nil
-	}
-	return 0, 0, &loader.RecordError{File: a.path, Record: -1, Err: fmt.Errorf("%w: every image is null", loader.ErrCorrupt)}
 }
 
 // index reads file k's schema and record batches; a malformed file can
@@ -282,76 +250,60 @@ func (a *encSource) batch(i int64) (*encBatch, int64) {
 	return &a.batches[k], i - a.batches[k].start
 }
 
-// recordError names row i's file and its row there.
-func (a *encSource) recordError(i int64, err error) error {
+// The methods both embedded types have are ambiguous, and spelled out:
+// Len, Classes and Close are mapped's and, with LabelOf, Where, SizeOf and
+// Encoded, make encSource the imagedec.Records its Source reads; Label
+// and String are the Source's.
+
+// Label implements loader.Labeler: the Source's.
+func (a *encSource) Label(i int64) (int32, error) { return a.Source.Label(i) }
+
+// String names the source as arrow:PATH.
+func (a *encSource) String() string { return a.Source.String() }
+
+// Len implements imagedec.Records (and loader.Source): the rows.
+func (a *encSource) Len() int64 { return a.mapped.Len() }
+
+// Classes implements imagedec.Records (and loader.Source).
+func (a *encSource) Classes() []string { return a.mapped.Classes() }
+
+// Close implements imagedec.Records (and loader.Source): it unmaps the
+// files.
+func (a *encSource) Close() error { return a.mapped.Close() }
+
+// LabelOf implements imagedec.Records.
+func (a *encSource) LabelOf(i int64) int32 { return a.labels[i] }
+
+// Where implements imagedec.Records: row i's file and its row there.
+func (a *encSource) Where(i int64) (string, int64) {
 	b, j := a.batch(i)
-	return &loader.RecordError{File: a.files[b.file].path, Record: b.row + j, Err: err}
+	return a.files[b.file].path, b.row + j
 }
 
-// Spec returns H×W×3 U8 HWC, or 0×0×3 with size=any.
-func (a *encSource) Spec() augment.Spec { return a.dec.Spec() }
-
-// Decoder implements loader.DecoderNamer: the JPEG decoder (decoder=).
-func (a *encSource) Decoder() string { return a.dec.DecoderName() }
-
-// Name returns row i's file and row in it, as FILE#ROW.
-func (a *encSource) Name(i int64) string {
+// SizeOf implements imagedec.Records: the image's bytes in the column
+// (-1 once closed: Encoded says so).
+func (a *encSource) SizeOf(i int64) int64 {
 	b, j := a.batch(i)
-	return a.files[b.file].path + "#" + strconv.FormatInt(b.row+j, 10)
-}
-
-// Encoded returns row i's encoded image, a view of the mapping valid
-// until Close, and its label; errors are Sample's but the decode's.
-func (a *encSource) Encoded(i int64) ([]byte, int32, error) {
-	if i < 0 || i >= a.Len() {
-		return nil, 0, &loader.RecordError{File: a.path, Record: i, Err: loader.ErrIndex}
+	if a.files[b.file].data == nil {
+		return -1
 	}
+	return b.offs[j+1] - b.offs[j]
+}
+
+// Encoded implements imagedec.Records: row i's image, a view of the
+// mapping valid until Close; a null one is imagedec.ErrNull.
+func (a *encSource) Encoded(i int64) ([]byte, imagedec.Hold, error) {
 	b, j := a.batch(i)
-	label := a.labels[i]
 	switch {
 	case a.files[b.file].data == nil:
-		return nil, 0, &loader.RecordError{File: a.path, Record: i, Err: loader.ErrClosed}
+		return nil, nil, loader.ErrClosed
 	case b.null != nil && b.null[j]:
-		return nil, 0, a.recordError(i, fmt.Errorf("%w: null image", loader.ErrCorrupt))
-	case label < 0 || int(label) >= len(a.classes):
-		return nil, 0, a.recordError(i, fmt.Errorf("%w: null, negative or over %d classes", loader.ErrLabel, len(a.classes)))
+		return nil, nil, imagedec.ErrNull
 	}
-	if n := b.offs[j+1] - b.offs[j]; n > a.max {
-		return nil, 0, a.recordError(i, options.TooLarge(n, a.max))
-	}
-	return b.values[b.offs[j]:b.offs[j+1]:b.offs[j+1]], label, nil
+	return b.values[b.offs[j]:b.offs[j+1]:b.offs[j+1]], nil, nil
 }
 
-// Sample decodes row i's image into scratch.
-func (a *encSource) Sample(i int64, scratch []byte) (int32, []byte, error) {
-	if a.dec.Spec().H == 0 { // size=any: at the image's own size
-		label, pix, _, _, _, err := a.SampleSized(i, scratch, nil)
-		return label, pix, err
-	}
-	data, label, err := a.Encoded(i)
-	if err != nil {
-		return 0, nil, err
-	}
-	pix, err := a.dec.Decode(data, scratch)
-	if err != nil {
-		return 0, nil, a.recordError(i, err)
-	}
-	return label, pix, nil
-}
-
-// MaxPixels implements loader.SizedSource: maxpixels=.
-func (a *encSource) MaxPixels() int64 { return a.dec.MaxPixels() }
-
-// SampleSized implements loader.SizedSource (meaningful with size=any).
-func (a *encSource) SampleSized(i int64, scratch []byte, scale loader.Scaler) (label int32, pix []byte, h, w, d int, err error) {
-	data, label, err := a.Encoded(i)
-	if err != nil {
-		return 0, nil, 0, 0, 0, err
-	}
-	if pix, h, w, d, err = a.dec.DecodeSized(data, scratch, scale); err != nil {
-		return 0, nil, 0, 0, 0, a.recordError(i, err)
-	}
-	return label, pix, h, w, d, nil
-}
-
-var _ loader.SizedSource = (*encSource)(nil)
+var (
+	_ imagedec.Records   = (*encSource)(nil)
+	_ loader.SizedSource = (*encSource)(nil)
+)

@@ -12,7 +12,6 @@ import (
 	"sync"
 	"syscall"
 
-	"github.com/loaderd/loaderd/augment"
 	"github.com/loaderd/loaderd/loader"
 	"github.com/loaderd/loaderd/loader/format/internal/options"
 	"github.com/loaderd/loaderd/loader/imagedec"
@@ -31,18 +30,19 @@ func init() {
 // .tiff .webp), and every class must hold an image. Only regular files
 // (or links to them) are read: a FIFO, device or socket in the tree fails
 // the open, and one that appears later fails its sample, without ever
-// blocking a worker. Images are decoded on each Sample into the worker's
-// scratch. It is safe for concurrent use.
+// blocking a worker. Images are read and decoded on each Sample into the
+// worker's scratch by the embedded imagedec.Source, which reads the
+// source as its imagedec.Records. It is safe for concurrent use.
 //
 // The options are in the package documentation.
 type source struct {
+	*imagedec.Source
 	root     string
 	classes  []string
 	files    []string // relative to root
 	labels   []int32
-	dec      *imagedec.Pool
 	maxBytes int64     // maxbytes=: the largest file read
-	bufs     sync.Pool // *[]byte file buffers, one per worker in practice
+	bufs     sync.Pool // *fileBuf, one per worker in practice
 }
 
 // open indexes the folder named by spec, "ROOT[?OPTIONS]".
@@ -51,33 +51,17 @@ func open(spec string) (*source, error) {
 	if err != nil {
 		return nil, err
 	}
-	h, w, maxPx, resize, err := o.Decode()
+	opt, err := o.Images()
 	if err != nil {
 		return nil, err
 	}
-	backend, err := o.Backend()
-	if err != nil {
-		return nil, err
-	}
-	f := &source{root: o.Path}
-	if f.maxBytes, err = o.MaxBytes(); err != nil {
-		return nil, err
-	}
+	f := &source{root: o.Path, maxBytes: opt.MaxBytes}
 	if err := f.index(); err != nil {
 		return nil, err
 	}
-	if h == 0 && !o.AnySize() {
-		first := f.Path(0)
-		var buf []byte
-		data, err := readFileInto(first, &buf, f.maxBytes)
-		if err == nil {
-			h, w, err = imagedec.Size(data, maxPx)
-		}
-		if err != nil {
-			return nil, &loader.RecordError{File: first, Record: -1, Err: err}
-		}
+	if f.Source, err = imagedec.NewSource(f, opt); err != nil { // without size=, reads image 0's
+		return nil, err
 	}
-	f.dec = imagedec.NewPool(h, w, maxPx, resize).WithBackend(backend)
 	return f, nil
 }
 
@@ -149,68 +133,53 @@ func (f *source) index() error {
 
 func hidden(name string) bool { return strings.HasPrefix(name, ".") }
 
-// Len returns the number of images.
+// Len implements imagedec.Records (and loader.Source): the images.
 func (f *source) Len() int64 { return int64(len(f.files)) }
 
-// Spec returns H×W×3 U8 HWC.
-func (f *source) Spec() augment.Spec { return f.dec.Spec() }
-
-// Classes returns the class directory names, sorted.
+// Classes implements imagedec.Records (and loader.Source): the class
+// directory names, sorted.
 func (f *source) Classes() []string { return f.classes }
 
-// Decoder implements loader.DecoderNamer: the JPEG decoder (decoder=).
-func (f *source) Decoder() string { return f.dec.DecoderName() }
-
-// String names the source as folder:ROOT.
-func (f *source) String() string { return "folder:" + f.root }
-
-// Close does nothing: files are opened per sample.
+// Close implements imagedec.Records (and loader.Source): nothing to do,
+// files are opened per sample.
 func (f *source) Close() error { return nil }
 
 // Path returns the path of image i.
 func (f *source) Path(i int64) string { return filepath.Join(f.root, f.files[i]) }
 
-// Name returns the path of image i.
-func (f *source) Name(i int64) string { return f.Path(i) }
+// LabelOf implements imagedec.Records.
+func (f *source) LabelOf(i int64) int32 { return f.labels[i] }
 
-// Label returns the label of sample i without decoding it.
-func (f *source) Label(i int64) (int32, error) {
-	if i < 0 || i >= f.Len() {
-		return 0, &loader.RecordError{File: f.root, Record: i, Err: loader.ErrIndex}
+// Where implements imagedec.Records: the image's path.
+func (f *source) Where(i int64) (string, int64) { return f.Path(i), -1 }
+
+// SizeOf implements imagedec.Records: unknown before the file is opened
+// (Encoded checks maxbytes= on the file it opened).
+func (f *source) SizeOf(int64) int64 { return -1 }
+
+// Encoded implements imagedec.Records: image i's file, read into a pooled
+// buffer that the hold gives back.
+func (f *source) Encoded(i int64) ([]byte, imagedec.Hold, error) {
+	b, ok := f.bufs.Get().(*fileBuf)
+	if !ok {
+		b = &fileBuf{b: make([]byte, 0, 64<<10), pool: &f.bufs}
 	}
-	return f.labels[i], nil
+	data, err := readFileInto(f.Path(i), &b.b, f.maxBytes)
+	if err != nil {
+		b.Release()
+		return nil, nil, err
+	}
+	return data, b, nil
 }
 
-// Sample reads and decodes image i into scratch.
-func (f *source) Sample(i int64, scratch []byte) (int32, []byte, error) {
-	if i < 0 || i >= f.Len() {
-		return 0, nil, &loader.RecordError{File: f.root, Record: i, Err: loader.ErrIndex}
-	}
-	if f.dec.Spec().H == 0 { // size=any: at the image's own size
-		label, pix, _, _, _, err := f.SampleSized(i, scratch, nil)
-		return label, pix, err
-	}
-	name := f.Path(i)
-	buf := f.getBuf()
-	defer f.bufs.Put(buf)
-	data, err := readFileInto(name, buf, f.maxBytes)
-	if err == nil {
-		var pix []byte
-		if pix, err = f.dec.Decode(data, scratch); err == nil {
-			return f.labels[i], pix, nil
-		}
-	}
-	return 0, nil, &loader.RecordError{File: name, Record: -1, Err: err}
+// fileBuf is a file buffer of the source's pool (imagedec.Hold).
+type fileBuf struct {
+	b    []byte
+	pool *sync.Pool
 }
 
-// getBuf lends a file buffer; Sample gives it back.
-func (f *source) getBuf() *[]byte {
-	if b, ok := f.bufs.Get().(*[]byte); ok {
-		return b
-	}
-	b := make([]byte, 0, 64<<10)
-	return &b
-}
+// Release implements imagedec.Hold: the buffer goes back to the pool.
+func (b *fileBuf) Release() { b.pool.Put(b) }
 
 // readFileInto reads the regular file name, of at most limit bytes, into
 // *buf, growing it as needed. It opens before it checks, and checks the
@@ -232,7 +201,7 @@ func readFileInto(name string, buf *[]byte, limit int64) ([]byte, error) {
 		return nil, notRegular(fi.Mode())
 	}
 	if fi.Size() > limit {
-		return nil, options.TooLarge(fi.Size(), limit)
+		return nil, imagedec.TooLarge(fi.Size(), limit)
 	}
 	b := (*buf)[:0]
 	if int64(cap(b)) <= fi.Size() { // room for the file and the EOF check
@@ -245,7 +214,7 @@ func readFileInto(name string, buf *[]byte, limit int64) ([]byte, error) {
 		n, err := fh.Read(b[len(b):cap(b)])
 		b = b[:len(b)+n]
 		if int64(len(b)) > limit { // it grew since the Stat
-			return nil, options.TooLarge(int64(len(b)), limit)
+			return nil, imagedec.TooLarge(int64(len(b)), limit)
 		}
 		if err == io.EOF {
 			break
@@ -273,3 +242,8 @@ func notRegular(m fs.FileMode) error {
 	}
 	return fmt.Errorf("%w: %s", loader.ErrNotRegular, kind)
 }
+
+var (
+	_ imagedec.Records   = (*source)(nil)
+	_ loader.SizedSource = (*source)(nil)
+)

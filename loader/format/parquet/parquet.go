@@ -11,7 +11,6 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/schema"
 
-	"github.com/loaderd/loaderd/augment"
 	"github.com/loaderd/loaderd/loader"
 	"github.com/loaderd/loaderd/loader/format/internal/mmap"
 	"github.com/loaderd/loaderd/loader/format/internal/options"
@@ -25,10 +24,12 @@ func init() {
 // source reads image datasets as Hugging Face datasets stores them.
 // Parquet pages are compressed and cannot be sliced per row, so at open
 // the encoded images are read once into one in-memory arena (about the
-// files' size); Sample decodes from it into the worker's scratch. It is
+// files' size); the embedded imagedec.Source decodes from it into the
+// worker's scratch, reading the source as its imagedec.Records. It is
 // safe for concurrent use. The layout and the options are in the package
 // documentation.
 type source struct {
+	*imagedec.Source
 	path    string
 	files   []string
 	starts  []int64 // dataset index of each file's first row
@@ -37,8 +38,6 @@ type source struct {
 	null    []bool  // image i is null; nil when none is
 	labels  []int32 // -1 when null or out of range
 	classes []string
-	dec     *imagedec.Pool
-	max     int64 // maxbytes=: the largest image decoded
 }
 
 // open reads the files named by spec, "PATH[?OPTIONS]".
@@ -47,15 +46,7 @@ func open(spec string) (*source, error) {
 	if err != nil {
 		return nil, err
 	}
-	h, w, maxPx, resize, err := o.Decode()
-	if err != nil {
-		return nil, err
-	}
-	backend, err := o.Backend()
-	if err != nil {
-		return nil, err
-	}
-	maxBytes, err := o.MaxBytes()
+	opt, err := o.Images()
 	if err != nil {
 		return nil, err
 	}
@@ -63,7 +54,7 @@ func open(spec string) (*source, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &source{path: o.Path, files: files, offs: []int64{0}, max: maxBytes}
+	p := &source{path: o.Path, files: files, offs: []int64{0}}
 	for _, name := range files {
 		p.starts = append(p.starts, int64(len(p.labels)))
 		if err := p.read(name, o.Get("image"), o.Str("label", "label")); err != nil {
@@ -82,25 +73,9 @@ func open(spec string) (*source, error) {
 			p.classes = append(p.classes, strconv.Itoa(int(i)))
 		}
 	}
-	if h == 0 && !o.AnySize() {
-		first := -1
-		for i := range p.labels {
-			if p.null == nil || !p.null[i] {
-				first = i
-				break
-			}
-		}
-		if first < 0 {
-			return nil, &loader.RecordError{File: o.Path, Record: -1, Err: fmt.Errorf("%w: every image is null", loader.ErrCorrupt)}
-		}
-		if n := int64(len(p.image(int64(first)))); n > p.max {
-			return nil, p.recordError(int64(first), options.TooLarge(n, p.max))
-		}
-		if h, w, err = imagedec.Size(p.image(int64(first)), maxPx); err != nil {
-			return nil, p.recordError(int64(first), err)
-		}
+	if p.Source, err = imagedec.NewSource(p, opt); err != nil { // without size=, reads the first image's
+		return nil, err
 	}
-	p.dec = imagedec.NewPool(h, w, maxPx, resize).WithBackend(backend)
 	return p, nil
 }
 
@@ -292,89 +267,56 @@ func (p *source) readLabels(rg *file.RowGroupReader, col int, maxDef int16, n in
 	return nil
 }
 
-func (p *source) image(i int64) []byte { return p.arena[p.offs[i]:p.offs[i+1]] }
-
-// recordError names the file and the row within it.
-func (p *source) recordError(i int64, err error) error {
-	k := p.file(i)
-	return &loader.RecordError{File: p.files[k], Record: i - p.starts[k], Err: err}
-}
-
 // file returns the index of the file holding row i.
 func (p *source) file(i int64) int {
 	return sort.Search(len(p.starts), func(k int) bool { return p.starts[k] > i }) - 1
 }
 
-// Name returns row i's file and row in it, as FILE#ROW.
-func (p *source) Name(i int64) string {
-	k := p.file(i)
-	return p.files[k] + "#" + strconv.FormatInt(i-p.starts[k], 10)
-}
-
-// Len returns the number of rows over all files.
+// Len implements imagedec.Records (and loader.Source): the rows of all
+// files.
 func (p *source) Len() int64 { return int64(len(p.labels)) }
 
-// Spec returns H×W×3 U8 HWC.
-func (p *source) Spec() augment.Spec { return p.dec.Spec() }
-
-// Classes returns the class names.
+// Classes implements imagedec.Records (and loader.Source).
 func (p *source) Classes() []string { return p.classes }
 
-// Decoder implements loader.DecoderNamer: the JPEG decoder (decoder=).
-func (p *source) Decoder() string { return p.dec.DecoderName() }
+// LabelOf implements imagedec.Records.
+func (p *source) LabelOf(i int64) int32 { return p.labels[i] }
 
-// String names the source as parquet:PATH.
-func (p *source) String() string { return "parquet:" + p.path }
-
-// Label returns the label of row i.
-func (p *source) Label(i int64) (int32, error) {
-	if i < 0 || i >= p.Len() {
-		return 0, &loader.RecordError{File: p.path, Record: i, Err: loader.ErrIndex}
-	}
-	return p.labels[i], nil
+// Where implements imagedec.Records: row i's file and its row there.
+func (p *source) Where(i int64) (string, int64) {
+	k := p.file(i)
+	return p.files[k], i - p.starts[k]
 }
 
-// Sample decodes row i's image into scratch.
-func (p *source) Sample(i int64, scratch []byte) (int32, []byte, error) {
-	if p.dec.Spec().H == 0 { // size=any: at the image's own size
-		label, pix, _, _, _, err := p.SampleSized(i, scratch, nil)
-		return label, pix, err
-	}
-	data, label, err := p.encoded(i)
-	if err != nil {
-		return 0, nil, err
-	}
-	pix, err := p.dec.Decode(data, scratch)
-	if err != nil {
-		return 0, nil, p.recordError(i, err)
-	}
-	return label, pix, nil
-}
-
-// encoded returns row i's encoded image and its label, or the error
-// naming the row: out of range, closed, null, bad label, over maxbytes=.
-func (p *source) encoded(i int64) ([]byte, int32, error) {
-	if i < 0 || i >= p.Len() {
-		return nil, 0, &loader.RecordError{File: p.path, Record: i, Err: loader.ErrIndex}
-	}
+// SizeOf implements imagedec.Records: the image's bytes in the arena
+// (-1 once closed: Encoded says so).
+func (p *source) SizeOf(i int64) int64 {
 	if p.offs == nil {
-		return nil, 0, &loader.RecordError{File: p.path, Record: i, Err: loader.ErrClosed}
+		return -1
 	}
-	label := p.labels[i]
-	switch {
-	case p.null != nil && p.null[i]:
-		return nil, 0, p.recordError(i, fmt.Errorf("%w: null image", loader.ErrCorrupt))
-	case label < 0 || int(label) >= len(p.classes):
-		return nil, 0, p.recordError(i, fmt.Errorf("%w: null, negative or over %d classes", loader.ErrLabel, len(p.classes)))
-	}
-	if n := p.offs[i+1] - p.offs[i]; n > p.max {
-		return nil, 0, p.recordError(i, options.TooLarge(n, p.max))
-	}
-	return p.image(i), label, nil
+	return p.offs[i+1] - p.offs[i]
 }
 
-// Close releases the arena.
+// Encoded implements imagedec.Records: row i's image, a view of the
+// arena; a null one is imagedec.ErrNull.
+func (p *source) Encoded(i int64) ([]byte, imagedec.Hold, error) {
+	switch {
+	case p.offs == nil:
+		return nil, nil, loader.ErrClosed
+	case p.null != nil && p.null[i]:
+		return nil, nil, imagedec.ErrNull
+	}
+	return p.arena[p.offs[i]:p.offs[i+1]], nil, nil
+}
+
+// Close implements imagedec.Records (and loader.Source): it releases the
+// arena.
 func (p *source) Close() error {
 	p.arena, p.offs = nil, nil
 	return nil
 }
+
+var (
+	_ imagedec.Records   = (*source)(nil)
+	_ loader.SizedSource = (*source)(nil)
+)

@@ -19,7 +19,7 @@ import (
 // askScale asks the decoder for a fixed DCT scale.
 type askScale int
 
-func (s askScale) Scale(h, w int) int { return int(s) }
+func (s askScale) Want(h, w int) loader.Want { return loader.Want{Scale: int(s)} }
 
 // TestParquetSized: a Hugging Face style Parquet file of JPEGs of varying
 // sizes opens with size=any as a loader.SizedSource that reads exactly
@@ -71,8 +71,9 @@ func TestParquetSized(t *testing.T) {
 			a, b := make([]byte, 100000*3), make([]byte, 100000*3)
 			for i := range src.Len() {
 				for _, d := range []int{1, 2} {
-					l1, p1, h1, w1, d1, err1 := ss.SampleSized(i, a, askScale(d))
-					l2, p2, h2, w2, d2, err2 := ref.(loader.SizedSource).SampleSized(i, b, askScale(d))
+					l1, p1, x1, err1 := ss.SampleSized(i, a, askScale(d))
+					l2, p2, x2, err2 := ref.(loader.SizedSource).SampleSized(i, b, askScale(d))
+					h1, w1, d1, h2, w2, d2 := x1.H, x1.W, x1.Scale, x2.H, x2.W, x2.Scale
 					if err1 != nil || err2 != nil || l1 != l2 || h1 != h2 || w1 != w2 || d1 != d2 || !bytes.Equal(p1, p2) {
 						t.Fatalf("row %d at 1/%d: parquet %d %dx%d/%d %v, tar %d %dx%d/%d %v", i, d, l1, w1, h1, d1, err1, l2, w2, h2, d2, err2)
 					}

@@ -17,6 +17,7 @@ import (
 	"github.com/loaderd/loaderd/loader"
 	"github.com/loaderd/loaderd/loader/format/internal/mmap"
 	"github.com/loaderd/loaderd/loader/format/internal/options"
+	"github.com/loaderd/loaderd/loader/imagedec"
 	"github.com/loaderd/loaderd/loader/objstore"
 )
 
@@ -55,7 +56,7 @@ var scanChunk int64 = 1 << 20
 var backgroundFills = true
 
 // remoteBufs holds the buffers of ranged member reads.
-var remoteBufs = sync.Pool{New: func() any { return new([]byte) }}
+var remoteBufs = sync.Pool{New: func() any { return new(rangeBuf) }}
 
 // openRemote indexes the objects o.Path names. mode is index=: auto
 // (cache file, sidecar, headers), or scan (ignore sidecars).
@@ -216,49 +217,44 @@ func sameMembers(a, b []tarMember) bool {
 	return true
 }
 
-// lease is what a read of a remote sample holds until release: the
-// pooled buffer of a ranged read, or the shard whose mapping it reads.
-type lease struct {
-	buf *[]byte
-	rem *remoteShard
-}
+// rangeBuf is the pooled buffer of a ranged member read, held until the
+// member is decoded (imagedec.Hold).
+type rangeBuf struct{ b []byte }
+
+// Release implements imagedec.Hold: the buffer goes back to the pool.
+func (r *rangeBuf) Release() { remoteBufs.Put(r) }
+
+// Release implements imagedec.Hold for a read of the shard's mapped cache
+// file: the read is done, evict may unmap it.
+func (rem *remoteShard) Release() { rem.readers.Add(-1) }
 
 // readRemote returns sample s of remote shard sh: from the mapped cache
 // file, or read with one ranged GET of its header and data into a pooled
-// buffer; the lease is to be passed to release.
-func (t *source) readRemote(sh *tarShard, s *tarSample) ([]byte, lease, error) {
+// buffer; the hold keeps either until the member is decoded.
+func (t *source) readRemote(sh *tarShard, s *tarSample) ([]byte, imagedec.Hold, error) {
 	rem := sh.rem
 	rem.readers.Add(1) // before the load: evict sees the read, or the read sees nil
 	if m := rem.mapped.Load(); m != nil {
-		return (*m)[s.off : s.off+s.size], lease{rem: rem}, nil
+		return (*m)[s.off : s.off+s.size], rem, nil
 	}
 	rem.readers.Add(-1)
 	if e := rem.bad.Load(); e != nil {
-		return nil, lease{}, *e
+		return nil, nil, *e
 	}
-	bp := remoteBufs.Get().(*[]byte)
-	if int64(cap(*bp)) < s.size+512 {
-		*bp = make([]byte, s.size+512)
+	rb := remoteBufs.Get().(*rangeBuf)
+	if int64(cap(rb.b)) < s.size+512 {
+		rb.b = make([]byte, s.size+512)
 	}
-	buf := (*bp)[:s.size+512]
+	buf := rb.b[:s.size+512]
 	if err := t.set.ReadAt(t.ctx, int(s.shard), buf, s.off-512); err != nil {
-		remoteBufs.Put(bp)
-		return nil, lease{}, err
+		remoteBufs.Put(rb)
+		return nil, nil, err
 	}
 	if err := checkHeader(buf[:512], s.size); err != nil {
-		remoteBufs.Put(bp)
-		return nil, lease{}, err
+		remoteBufs.Put(rb)
+		return nil, nil, err
 	}
-	return buf[512:], lease{buf: bp}, nil
-}
-
-func release(l lease) {
-	if l.buf != nil {
-		remoteBufs.Put(l.buf)
-	}
-	if l.rem != nil {
-		l.rem.readers.Add(-1)
-	}
+	return buf[512:], rb, nil
 }
 
 // evict lets shard k's cache file go (objstore.Set's evict): later reads

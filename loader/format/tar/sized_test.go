@@ -138,6 +138,8 @@ func TestSizedTarEndToEnd(t *testing.T) {
 			var sc augment.Scratch
 			buf := make([]byte, ts.MaxPixels()*3)
 			got := make([]byte, out)
+			backend, _ := imagedec.ChooseBackend(be)
+			d := &imagedec.Decoder{Backend: backend, MaxPixels: ts.MaxPixels()}
 			scaled, cropped := 0, 0
 			for k, idx := range one.idx {
 				hw := dims[ts.samples[idx].name]
@@ -145,26 +147,30 @@ func TestSizedTarEndToEnd(t *testing.T) {
 				if b := prm.Box; b.W <= 0 || b.H <= 0 || b.X < 0 || b.Y < 0 || int(b.X+b.W) > hw[1] || int(b.Y+b.H) > hw[0] {
 					t.Fatalf("sample %d %v: box %+v outside the image", idx, hw, b)
 				}
-				pix, h, w, den, err := ts.dec.DecodeSized(ts.data(idx), buf, fixedScale{pipe, prm})
-				if err != nil || h != hw[0] || w != hw[1] {
-					t.Fatalf("sample %d: %dx%d, %v", idx, w, h, err)
+				dec, err := d.DecodeSized(ts.data(idx), buf, loader.Want{Scale: pipe.Scale(hw[0], hw[1], prm)})
+				if err != nil || dec.H != hw[0] || dec.W != hw[1] || !dec.Whole() {
+					t.Fatalf("sample %d: %+v, %v", idx, dec, err)
 				}
-				if den > 1 {
+				if dec.Scale > 1 {
 					scaled++
 				}
-				if err := pipe.ApplyScaled(got, pix, h, w, den, prm, &sc); err != nil {
+				if err := pipe.ApplyScaled(got, imagedec.Pixels(buf, dec), dec.H, dec.W, dec.Scale, prm, &sc); err != nil {
 					t.Fatal(err)
 				}
 				if !bytes.Equal(got, one.data[k*out:(k+1)*out]) {
 					t.Fatalf("sample %d differs from decoding it alone", idx)
 				}
-				// What the stream's workers do: offer the crop.
-				pix, h, w, den, err = ts.dec.DecodeSized(ts.data(idx), buf, fixedCrop{fixedScale{pipe, prm}})
-				if err != nil || den != 1 || len(pix) == h*w*3 {
+				// What the stream's workers do: ask for the crop too.
+				box, _ := pipe.CropBox(prm)
+				dec, err = d.DecodeSized(ts.data(idx), buf, loader.Want{Scale: pipe.Scale(hw[0], hw[1], prm), Crop: box})
+				if err != nil || dec.Whole() {
 					continue
 				}
 				cropped++
-				if err := pipe.ApplyCropped(got, pix, h, w, prm, &sc); err != nil || !bytes.Equal(got, one.data[k*out:(k+1)*out]) {
+				if dec.Scale != 1 || dec.Box != box {
+					t.Fatalf("sample %d: asked for box %+v, decoded %+v", idx, box, dec)
+				}
+				if err := pipe.ApplyCropped(got, imagedec.Pixels(buf, dec), dec.H, dec.W, prm, &sc); err != nil || !bytes.Equal(got, one.data[k*out:(k+1)*out]) {
 					t.Fatalf("sample %d: decode-and-crop differs from the stream (%v)", idx, err)
 				}
 			}
@@ -175,19 +181,6 @@ func TestSizedTarEndToEnd(t *testing.T) {
 		})
 	}
 }
-
-// fixedScale answers the decoder with the scale for given params.
-type fixedScale struct {
-	p   *augment.Pipeline
-	prm sample.Params
-}
-
-func (f fixedScale) Scale(h, w int) int { return f.p.Scale(h, w, f.prm) }
-
-// fixedCrop also offers the params' crop (loader.Cropper).
-type fixedCrop struct{ fixedScale }
-
-func (f fixedCrop) Crop() (sample.Box, bool) { return f.p.CropBox(f.prm) }
 
 // TestScaledDecodeDifference measures what decoding at a DCT scale
 // changes against full decode + resize, on the large-image set
@@ -214,29 +207,31 @@ func TestScaledDecodeDifference(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	dc := &imagedec.Decoder{Backend: imagedec.TurboJPEG, MaxPixels: ts.MaxPixels()}
 	buf := make([]byte, ts.MaxPixels()*3)
 	full, scaled := make([]byte, pipe.Out().Bytes()), make([]byte, pipe.Out().Bytes())
 	var sc augment.Scratch
 	var sum, n, big int64
 	maxd, byScale := 0, map[int]int{}
 	for i := int64(0); i < min(300, ts.Len()); i++ {
-		pix, h, w, _, err := ts.dec.DecodeSized(ts.data(i), buf, nil)
+		dec, err := dc.DecodeSized(ts.data(i), buf, loader.Want{})
 		if err != nil {
 			t.Fatal(err)
 		}
+		h, w := dec.H, dec.W
 		prm := pipe.DrawSized(1, 0, i, h, w)
-		if err := pipe.ApplySized(full, pix, h, w, prm, &sc); err != nil {
+		if err := pipe.ApplySized(full, imagedec.Pixels(buf, dec), h, w, prm, &sc); err != nil {
 			t.Fatal(err)
 		}
-		pix, h, w, d, err := ts.dec.DecodeSized(ts.data(i), buf, fixedScale{pipe, prm})
-		if err != nil {
+		if dec, err = dc.DecodeSized(ts.data(i), buf, loader.Want{Scale: pipe.Scale(h, w, prm)}); err != nil {
 			t.Fatal(err)
 		}
+		d := dec.Scale
 		byScale[d]++
 		if d == 1 {
 			continue
 		}
-		if err := pipe.ApplyScaled(scaled, pix, h, w, d, prm, &sc); err != nil {
+		if err := pipe.ApplyScaled(scaled, imagedec.Pixels(buf, dec), h, w, d, prm, &sc); err != nil {
 			t.Fatal(err)
 		}
 		for j := range full {
@@ -292,12 +287,12 @@ func TestSizedSteadyStateAllocs(t *testing.T) {
 	cropped := 0
 	sample := func(i int64) {
 		sz.idx = i
-		_, pix, h, w, d, err := ts.SampleSized(i%ts.Len(), buf, sz)
-		if err == nil && d == 1 && len(pix) != h*w*3 {
-			cropped++
-			err = pipe.ApplyCropped(dst, pix, h, w, sz.prm, &sc)
-		} else if err == nil {
-			err = pipe.ApplyScaled(dst, pix, h, w, d, sz.prm, &sc)
+		_, pix, dec, err := ts.SampleSized(i%ts.Len(), buf, sz)
+		if err == nil {
+			if !dec.Whole() {
+				cropped++
+			}
+			err = pipe.ApplyDecoded(dst, pix, dec.H, dec.W, dec.Scale, dec.Box, sz.prm, &sc)
 		}
 		if err != nil {
 			t.Fatal(err)
@@ -320,9 +315,10 @@ func TestSizedSteadyStateAllocs(t *testing.T) {
 		if int64(len(files)) != ts.Len() {
 			t.Fatalf("%d files for %d samples", len(files), ts.Len())
 		}
+		d := &imagedec.Decoder{Backend: imagedec.GoJPEG, MaxPixels: ts.MaxPixels()}
 		dec := allocsPerRun(20, func() {
 			for _, data := range files {
-				if _, _, _, _, err := ts.dec.DecodeSized(data, buf, nil); err != nil {
+				if _, err := d.DecodeSized(data, buf, loader.Want{}); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -349,17 +345,16 @@ func TestSizedSteadyStateAllocs(t *testing.T) {
 	}
 }
 
-// sizer draws the params from the header's size, as the loader's worker.
+// sizer draws the params from the header's size and asks for their scale
+// and crop, as the loader's worker does.
 type sizer struct {
 	p   *augment.Pipeline
 	idx int64
 	prm sample.Params
 }
 
-// Crop implements loader.Cropper, as the worker does.
-func (s *sizer) Crop() (sample.Box, bool) { return s.p.CropBox(s.prm) }
-
-func (s *sizer) Scale(h, w int) int {
+func (s *sizer) Want(h, w int) loader.Want {
 	s.prm = s.p.DrawSized(5, 0, s.idx, h, w)
-	return s.p.Scale(h, w, s.prm)
+	box, _ := s.p.CropBox(s.prm)
+	return loader.Want{Scale: s.p.Scale(h, w, s.prm), Crop: box}
 }

@@ -122,7 +122,8 @@ func TestTarWebDataset(t *testing.T) {
 	if !slices.Equal(labels, []int32{2, 0, 1}) || !slices.Equal(ts.Classes(), []string{"0", "1", "2"}) {
 		t.Fatalf("labels %v classes %v, want [2 0 1] [0 1 2]", labels, ts.Classes())
 	}
-	d := &imagedec.Decoder{H: 6, W: 8, Backend: ts.dec.Backend()}
+	be, _ := imagedec.ChooseBackend("") // the source's, decoder= absent
+	d := &imagedec.Decoder{H: 6, W: 8, Backend: be}
 	for i, data := range [][]byte{jpg, png, png} {
 		want := make([]byte, 6*8*3)
 		if err := d.Decode(data, want); err != nil || !bytes.Equal(pix[i], want) {
@@ -164,10 +165,11 @@ func TestTarSampleAllocs(t *testing.T) {
 	defer ts.Close()
 	scratch := make([]byte, ts.Spec().Bytes())
 	ts.Sample(0, scratch)
-	if _, err := ts.dec.Decode(gray, scratch); err != nil {
+	pool := imagedec.NewPool(ts.Spec().H, ts.Spec().W, imagedec.DefaultMaxPixels, false) // the source's decoders
+	if _, err := pool.Decode(gray, scratch); err != nil {
 		t.Fatal(err)
 	}
-	dec := allocsPerRun(100, func() { ts.dec.Decode(gray, scratch) })
+	dec := allocsPerRun(100, func() { pool.Decode(gray, scratch) })
 	if n := allocsPerRun(100, func() { ts.Sample(1, scratch) }); n > dec {
 		t.Fatalf("%v allocations per Sample, %v of them the decoder's: want none but the decoder's", n, dec)
 	}

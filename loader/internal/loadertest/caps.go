@@ -47,7 +47,7 @@ func (f *CapFake) Close() error      { f.closed.Store(true); return nil }
 
 // Sample returns sample i at its full size.
 func (f *CapFake) Sample(i int64, scratch []byte) (int32, []byte, error) {
-	l, pix, _, _, _, err := f.SampleSized(i, scratch, nil)
+	l, pix, _, err := f.SampleSized(i, scratch, nil)
 	return l, pix, err
 }
 
@@ -59,18 +59,18 @@ func (f *CapFake) Size(i int64) (h, w int) {
 	return 2, 2
 }
 
-// SampleSized returns sample i at its full size (d = 1).
-func (f *CapFake) SampleSized(i int64, scratch []byte, _ loader.Scaler) (int32, []byte, int, int, int, error) {
+// SampleSized returns sample i whole at its full size (scale 1).
+func (f *CapFake) SampleSized(i int64, scratch []byte, _ loader.Scaler) (int32, []byte, loader.Decoded, error) {
 	f.decodes.Add(1)
 	if i < 0 || i >= CapFakeLen {
-		return 0, nil, 0, 0, 0, &loader.RecordError{File: f.String(), Record: i, Err: loader.ErrIndex}
+		return 0, nil, loader.Decoded{}, &loader.RecordError{File: f.String(), Record: i, Err: loader.ErrIndex}
 	}
 	h, w := f.Size(i)
 	pix := scratch[:h*w]
 	for k := range pix {
 		pix[k] = byte(i)
 	}
-	return int32(i % 2), pix, h, w, 1, nil
+	return int32(i % 2), pix, loader.WholeImage(h, w, 1), nil
 }
 
 // MaxPixels bounds h·w.
@@ -173,7 +173,7 @@ func (b base) Sample(i int64, scratch []byte) (int32, []byte, error) {
 func (m namerMix) Name(i int64) string            { return m.f.Name(i) }
 func (m labelerMix) Label(i int64) (int32, error) { return m.f.Label(i) }
 func (m sizedMix) MaxPixels() int64               { return m.f.MaxPixels() }
-func (m sizedMix) SampleSized(i int64, scratch []byte, s loader.Scaler) (int32, []byte, int, int, int, error) {
+func (m sizedMix) SampleSized(i int64, scratch []byte, s loader.Scaler) (int32, []byte, loader.Decoded, error) {
 	return m.f.SampleSized(i, scratch, s)
 }
 func (m shardMix) ShardOrder() *sampler.Shards { return m.f.ShardOrder() }
@@ -269,9 +269,9 @@ func CheckWrapped(t *testing.T, w loader.Source, f *CapFake, want loader.Cap, or
 			}
 		}
 		if okS {
-			l, pix, h, wd, d, err := sized.SampleSized(i, scratch, nil)
-			if fh, fw := f.Size(o); err != nil || l != int32(o%2) || h != fh || wd != fw || d != 1 || len(pix) != h*wd || pix[0] != byte(o) {
-				t.Errorf("SampleSized(%d) = %d, %d bytes, %d×%d/%d, %v; want the fake's sample %d", i, l, len(pix), h, wd, d, err, o)
+			l, pix, dec, err := sized.SampleSized(i, scratch, nil)
+			if fh, fw := f.Size(o); err != nil || l != int32(o%2) || dec != loader.WholeImage(fh, fw, 1) || len(pix) != fh*fw || pix[0] != byte(o) {
+				t.Errorf("SampleSized(%d) = %d, %d bytes, %+v, %v; want the fake's sample %d", i, l, len(pix), dec, err, o)
 			}
 		}
 	}

@@ -104,8 +104,9 @@ func (o *Options) maxPixels() (int64, error) {
 }
 
 // MaxBytes parses maxbytes=N, the most bytes one encoded image may have
-// (imagedec.DefaultMaxBytes when absent): formats check it before reading
-// or decoding an image, and refuse a larger one with imagedec.ErrTooLarge.
+// (imagedec.DefaultMaxBytes when absent): imagedec.Source checks it before
+// reading or decoding an image, and refuses a larger one with
+// imagedec.ErrTooLarge (imagedec.TooLarge).
 func (o *Options) MaxBytes() (int64, error) {
 	v := o.vals.Get("maxbytes")
 	if v == "" {
@@ -116,11 +117,6 @@ func (o *Options) MaxBytes() (int64, error) {
 		return 0, o.Errorf("maxbytes=%s: want a positive number of bytes", v)
 	}
 	return n, nil
-}
-
-// TooLarge is the error for an encoded image of size bytes over limit.
-func TooLarge(size, limit int64) error {
-	return fmt.Errorf("%w: %d bytes, over maxbytes=%d", imagedec.ErrTooLarge, size, limit)
 }
 
 // resize parses resize=bilinear: images of another size are stretched to
@@ -171,6 +167,26 @@ func (o *Options) Backend() (imagedec.Backend, error) {
 		return b, o.Errorf("%v", err)
 	}
 	return b, nil
+}
+
+// Images reads every option of a format of encoded images (Decode,
+// Backend and MaxBytes, in that order) into what imagedec.NewSource
+// takes, the source named FORMAT:PATH.
+func (o *Options) Images() (imagedec.Options, error) {
+	h, w, maxPx, resize, err := o.Decode()
+	if err != nil {
+		return imagedec.Options{}, err
+	}
+	backend, err := o.Backend()
+	if err != nil {
+		return imagedec.Options{}, err
+	}
+	maxBytes, err := o.MaxBytes()
+	if err != nil {
+		return imagedec.Options{}, err
+	}
+	return imagedec.Options{Format: o.Format, Path: o.Path, H: h, W: w, AnySize: o.AnySize(),
+		MaxPixels: maxPx, MaxBytes: maxBytes, Resize: resize, Backend: backend}, nil
 }
 
 // ShardFiles expands the PATH of a sharded format (tar, Arrow, Parquet)
