@@ -10,5 +10,5 @@ import (
 // what only the daemon needs: a program that links the client gets gRPC,
 // protobuf and x/sys, nothing more.
 func TestNoDaemonModules(t *testing.T) {
-	clienttest.ForbidModules(t, clienttest.DaemonModules...)
+	clienttest.ForbidModules(t, append(clienttest.DaemonModules, clienttest.NativeModules...)...)
 }

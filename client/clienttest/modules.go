@@ -6,15 +6,21 @@ import (
 	"testing"
 )
 
-// DaemonModules are the module paths of the daemon and the dependencies
-// only it needs. A module that links the client must not require any:
-// ForbidModules checks it.
+// DaemonModules are the daemon's module and the dependencies only the
+// daemon needs: no module on the client's side of the wire (the client,
+// the trainer) may require one. ForbidModules checks it.
 var DaemonModules = []string{
 	"github.com/loaderd/loaderd", // the daemon's own module (exactly)
 	"github.com/apache/arrow-go/",
 	"github.com/aws/",
 	"github.com/prometheus/",
 	"golang.org/x/image",
+}
+
+// NativeModules bind native libraries: the trainer needs them for its
+// devices (CUDA, NCCL, MPI through purego; NVML through go-nvml), a
+// program that links only the client must not.
+var NativeModules = []string{
 	"github.com/NVIDIA/go-nvml",
 	"github.com/ebitengine/purego",
 }

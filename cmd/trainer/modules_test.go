@@ -10,11 +10,5 @@ import (
 // the wire: it may bind native libraries (purego) and ask NVML for GPUs
 // (go-nvml), but never require the daemon or what only the daemon needs.
 func TestNoDaemonModules(t *testing.T) {
-	var forbid []string
-	for _, m := range clienttest.DaemonModules {
-		if m != "github.com/NVIDIA/go-nvml" && m != "github.com/ebitengine/purego" {
-			forbid = append(forbid, m)
-		}
-	}
-	clienttest.ForbidModules(t, forbid...)
+	clienttest.ForbidModules(t, clienttest.DaemonModules...)
 }
