@@ -6,8 +6,9 @@
 #                 wire codec), loader and its JPEG decoder run under
 #                 qemu-user (scripts/qemu-setup.sh)
 #   -tags purego  (amd64 without our assembly) every module vets
-#   darwin/arm64  (developers' laptops) every module builds and vets; what
-#                 works there is in docs/ARCHITECTURE.md ("Platforms")
+#   darwin/arm64  (developers' laptops) every module vets, the client and
+#                 the trainer's command build; what works there is in
+#                 docs/ARCHITECTURE.md ("Platforms")
 #
 # cgo is off for the other platforms, as a cross build without a C
 # toolchain has it: go-nvml then compiles out (trainer/devices says so).
@@ -24,10 +25,14 @@ for m in "${MODULES[@]}"; do
     cd "$m" &&
       GOOS=linux GOARCH=arm64 CGO_ENABLED=0 go vet ./... &&
       go vet -tags purego ./... &&
-      GOOS=darwin GOARCH=arm64 CGO_ENABLED=0 go build ./... &&
       GOOS=darwin GOARCH=arm64 CGO_ENABLED=0 go vet ./...
   ) || { echo "cross: module $m failed"; exit 1; }
 done
+# vet type-checks every package and test for darwin; the client's side is
+# also built and linked there (the daemon's build would add minutes of
+# code generation to CI for what vet already checks).
+(cd client && GOOS=darwin GOARCH=arm64 CGO_ENABLED=0 go build ./...)
+(cd cmd/trainer && GOOS=darwin GOARCH=arm64 CGO_ENABLED=0 go build -o /dev/null .)
 echo "cross: linux/arm64, purego and darwin/arm64 vet clean ($((SECONDS - t0)) s)"
 # The Go code behind the decoders' and the resampler's assembly, on amd64:
 # what other architectures and -tags purego builds run.
