@@ -54,33 +54,32 @@ func (d *Decoder) SizedHeader(data []byte) (h, w int, err error) {
 // the whole image. want is plain data: the decode calls nothing back.
 // d.H, d.W and d.Resize are ignored. Errors are Decode's.
 func (d *Decoder) DecodeSized(data, dst []byte, want loader.Want) (loader.Decoded, error) {
-	if d.Backend == TurboJPEG && sniff(data) == fmtJPEG {
-		return d.decodeTurboSized(data, dst, want)
-	}
-	_, cfg, err := d.header(data)
-	if err != nil {
-		return loader.Decoded{}, err
-	}
-	if err := d.checkPixels(cfg); err != nil {
-		return loader.Decoded{}, err
-	}
-	// Decode at the image's own size: Decode then neither resizes nor
-	// refuses it.
-	h0, w0, r0 := d.H, d.W, d.Resize
-	d.H, d.W, d.Resize = cfg.Height, cfg.Width, false
-	err = d.Decode(data, dst)
-	d.H, d.W, d.Resize = h0, w0, r0
-	if err != nil {
-		return loader.Decoded{}, err
-	}
-	return loader.WholeImage(cfg.Height, cfg.Width, 1), nil
-}
-
-func (d *Decoder) decodeTurboSized(data, dst []byte, want loader.Want) (loader.Decoded, error) {
 	h, w, err := d.SizedHeader(data)
 	if err != nil {
 		return loader.Decoded{}, err
 	}
+	return d.decodeSizedAt(data, dst, h, w, want)
+}
+
+// decodeSizedAt is DecodeSized of an image whose full size h×w the
+// caller has read with SizedHeader, so the header is not read twice.
+func (d *Decoder) decodeSizedAt(data, dst []byte, h, w int, want loader.Want) (loader.Decoded, error) {
+	if d.Backend == TurboJPEG && sniff(data) == fmtJPEG {
+		return d.decodeTurboSized(data, dst, h, w, want)
+	}
+	// Decode at the image's own size: Decode then neither resizes nor
+	// refuses it.
+	h0, w0, r0 := d.H, d.W, d.Resize
+	d.H, d.W, d.Resize = h, w, false
+	err := d.Decode(data, dst)
+	d.H, d.W, d.Resize = h0, w0, r0
+	if err != nil {
+		return loader.Decoded{}, err
+	}
+	return loader.WholeImage(h, w, 1), nil
+}
+
+func (d *Decoder) decodeTurboSized(data, dst []byte, h, w int, want loader.Want) (loader.Decoded, error) {
 	den := 1
 	if s := want.Scale; s == 2 || s == 4 || s == 8 {
 		den = s

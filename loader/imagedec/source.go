@@ -202,16 +202,16 @@ func (s *Source) SampleSized(i int64, scratch []byte, want loader.Scaler) (int32
 		return 0, nil, loader.Decoded{}, err
 	}
 	d := s.pool.get()
-	var ask loader.Want
-	if want != nil {
-		var h, w int
-		if h, w, err = d.SizedHeader(data); err == nil {
+	// One header read: its size is what want answers for and what the
+	// decode then takes.
+	var dec loader.Decoded
+	h, w, err := d.SizedHeader(data)
+	if err == nil {
+		var ask loader.Want
+		if want != nil {
 			ask = want.Want(h, w)
 		}
-	}
-	var dec loader.Decoded
-	if err == nil {
-		dec, err = d.DecodeSized(data, scratch, ask)
+		dec, err = d.decodeSizedAt(data, scratch, h, w, ask)
 	}
 	s.pool.pool.Put(d)
 	release(hold)
