@@ -313,8 +313,16 @@ type Dataset struct {
 	// Augment spec used when Open.augment is empty, e.g.
 	// "crop=32:4,flip=0.5,normalize=cifar10,out=f32:chw".
 	DefaultAugment string `protobuf:"bytes,7,opt,name=default_augment,json=defaultAugment,proto3" json:"default_augment,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// What the daemon serves under this name, so that clients of a pool can
+	// check every daemon serves the same bytes: "v1:" and a hex SHA-256 over
+	// the sample count, the stored shape and layout, the class names, each
+	// sample's name and label where the source has them, and the source's
+	// content digest where it has one (loader.Digester). Two daemons that
+	// give the same fingerprint give the same batches for the same Open.
+	// Empty from daemons that predate it.
+	Fingerprint   string `protobuf:"bytes,8,opt,name=fingerprint,proto3" json:"fingerprint,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Dataset) Reset() {
@@ -396,6 +404,13 @@ func (x *Dataset) GetDefaultAugment() string {
 	return ""
 }
 
+func (x *Dataset) GetFingerprint() string {
+	if x != nil {
+		return x.Fingerprint
+	}
+	return ""
+}
+
 // ImageShape is the size of one image.
 type ImageShape struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -469,6 +484,7 @@ type StreamRequest struct {
 	//
 	//	*StreamRequest_Open
 	//	*StreamRequest_Ack
+	//	*StreamRequest_Want
 	Msg           isStreamRequest_Msg `protobuf_oneof:"msg"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -529,6 +545,15 @@ func (x *StreamRequest) GetAck() *Ack {
 	return nil
 }
 
+func (x *StreamRequest) GetWant() *Want {
+	if x != nil {
+		if x, ok := x.Msg.(*StreamRequest_Want); ok {
+			return x.Want
+		}
+	}
+	return nil
+}
+
 type isStreamRequest_Msg interface {
 	isStreamRequest_Msg()
 }
@@ -543,9 +568,68 @@ type StreamRequest_Ack struct {
 	Ack *Ack `protobuf:"bytes,2,opt,name=ack,proto3,oneof"`
 }
 
+type StreamRequest_Want struct {
+	// On an on-demand stream: batches to make next.
+	Want *Want `protobuf:"bytes,3,opt,name=want,proto3,oneof"`
+}
+
 func (*StreamRequest_Open) isStreamRequest_Msg() {}
 
 func (*StreamRequest_Ack) isStreamRequest_Msg() {}
+
+func (*StreamRequest_Want) isStreamRequest_Msg() {}
+
+// Want names batches an on-demand stream should make, by batch number: a
+// batch's place in the stream the same Open makes when not on demand,
+// counting from 0 at the header's start position (start_epoch, start_batch),
+// across epochs. The daemon sends them in the order named; each Batch
+// carries its number as seq, and is acked by it. A client may name at most
+// max_in_flight batches it has not acked, and each number once per stream.
+type Want struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Batch numbers, 0 <= number < the stream's batch count (unbounded for
+	// an endless stream).
+	Batches       []uint64 `protobuf:"varint,1,rep,packed,name=batches,proto3" json:"batches,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Want) Reset() {
+	*x = Want{}
+	mi := &file_loaderd_v1_loader_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Want) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Want) ProtoMessage() {}
+
+func (x *Want) ProtoReflect() protoreflect.Message {
+	mi := &file_loaderd_v1_loader_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Want.ProtoReflect.Descriptor instead.
+func (*Want) Descriptor() ([]byte, []int) {
+	return file_loaderd_v1_loader_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *Want) GetBatches() []uint64 {
+	if x != nil {
+		return x.Batches
+	}
+	return nil
+}
 
 // Open starts a stream: which dataset, which rank's share, from where, and
 // in what form. The plan is a pure function of (dataset, seed, epoch, rank,
@@ -607,6 +691,10 @@ type Open struct {
 	// Free-form label for the daemon's logs, e.g. "resnet18/rank3"; the logs
 	// keep its first 64 bytes.
 	ClientName string `protobuf:"bytes,18,opt,name=client_name,json=clientName,proto3" json:"client_name,omitempty"`
+	// Make only the batches the client names in Want messages (see Stream and
+	// Want); the header echoes it. A daemon that predates it leaves the echo
+	// false and streams in order, so a client must check the echo.
+	OnDemand bool `protobuf:"varint,20,opt,name=on_demand,json=onDemand,proto3" json:"on_demand,omitempty"`
 	// Elastic resume: how many entries of start_epoch's global order (the
 	// shuffled, unpadded list of dataset indices all ranks share) a run under
 	// another world size already consumed, 0 <= start_offset <= dataset size.
@@ -623,7 +711,7 @@ type Open struct {
 
 func (x *Open) Reset() {
 	*x = Open{}
-	mi := &file_loaderd_v1_loader_proto_msgTypes[5]
+	mi := &file_loaderd_v1_loader_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -635,7 +723,7 @@ func (x *Open) String() string {
 func (*Open) ProtoMessage() {}
 
 func (x *Open) ProtoReflect() protoreflect.Message {
-	mi := &file_loaderd_v1_loader_proto_msgTypes[5]
+	mi := &file_loaderd_v1_loader_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -648,7 +736,7 @@ func (x *Open) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Open.ProtoReflect.Descriptor instead.
 func (*Open) Descriptor() ([]byte, []int) {
-	return file_loaderd_v1_loader_proto_rawDescGZIP(), []int{5}
+	return file_loaderd_v1_loader_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *Open) GetDataset() string {
@@ -777,6 +865,13 @@ func (x *Open) GetClientName() string {
 	return ""
 }
 
+func (x *Open) GetOnDemand() bool {
+	if x != nil {
+		return x.OnDemand
+	}
+	return false
+}
+
 func (x *Open) GetStartOffset() int64 {
 	if x != nil {
 		return x.StartOffset
@@ -804,7 +899,7 @@ type Ack struct {
 
 func (x *Ack) Reset() {
 	*x = Ack{}
-	mi := &file_loaderd_v1_loader_proto_msgTypes[6]
+	mi := &file_loaderd_v1_loader_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -816,7 +911,7 @@ func (x *Ack) String() string {
 func (*Ack) ProtoMessage() {}
 
 func (x *Ack) ProtoReflect() protoreflect.Message {
-	mi := &file_loaderd_v1_loader_proto_msgTypes[6]
+	mi := &file_loaderd_v1_loader_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -829,7 +924,7 @@ func (x *Ack) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Ack.ProtoReflect.Descriptor instead.
 func (*Ack) Descriptor() ([]byte, []int) {
-	return file_loaderd_v1_loader_proto_rawDescGZIP(), []int{6}
+	return file_loaderd_v1_loader_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Ack) GetSeqs() []uint64 {
@@ -866,7 +961,7 @@ type StreamReply struct {
 
 func (x *StreamReply) Reset() {
 	*x = StreamReply{}
-	mi := &file_loaderd_v1_loader_proto_msgTypes[7]
+	mi := &file_loaderd_v1_loader_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -878,7 +973,7 @@ func (x *StreamReply) String() string {
 func (*StreamReply) ProtoMessage() {}
 
 func (x *StreamReply) ProtoReflect() protoreflect.Message {
-	mi := &file_loaderd_v1_loader_proto_msgTypes[7]
+	mi := &file_loaderd_v1_loader_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -891,7 +986,7 @@ func (x *StreamReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamReply.ProtoReflect.Descriptor instead.
 func (*StreamReply) Descriptor() ([]byte, []int) {
-	return file_loaderd_v1_loader_proto_rawDescGZIP(), []int{7}
+	return file_loaderd_v1_loader_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *StreamReply) GetMsg() isStreamReply_Msg {
@@ -973,14 +1068,18 @@ type StreamHeader struct {
 	// Batch index within start_epoch of seq 0.
 	StartBatch int64 `protobuf:"varint,14,opt,name=start_batch,json=startBatch,proto3" json:"start_batch,omitempty"`
 	// Echo of Open.start_offset.
-	StartOffset   int64 `protobuf:"varint,15,opt,name=start_offset,json=startOffset,proto3" json:"start_offset,omitempty"`
+	StartOffset int64 `protobuf:"varint,15,opt,name=start_offset,json=startOffset,proto3" json:"start_offset,omitempty"`
+	// Echo of Open.on_demand: true iff the daemon makes only wanted batches.
+	OnDemand bool `protobuf:"varint,16,opt,name=on_demand,json=onDemand,proto3" json:"on_demand,omitempty"`
+	// The dataset's fingerprint (Dataset.fingerprint).
+	Fingerprint   string `protobuf:"bytes,17,opt,name=fingerprint,proto3" json:"fingerprint,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *StreamHeader) Reset() {
 	*x = StreamHeader{}
-	mi := &file_loaderd_v1_loader_proto_msgTypes[8]
+	mi := &file_loaderd_v1_loader_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -992,7 +1091,7 @@ func (x *StreamHeader) String() string {
 func (*StreamHeader) ProtoMessage() {}
 
 func (x *StreamHeader) ProtoReflect() protoreflect.Message {
-	mi := &file_loaderd_v1_loader_proto_msgTypes[8]
+	mi := &file_loaderd_v1_loader_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1005,7 +1104,7 @@ func (x *StreamHeader) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamHeader.ProtoReflect.Descriptor instead.
 func (*StreamHeader) Descriptor() ([]byte, []int) {
-	return file_loaderd_v1_loader_proto_rawDescGZIP(), []int{8}
+	return file_loaderd_v1_loader_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *StreamHeader) GetDatasetSize() int64 {
@@ -1113,6 +1212,20 @@ func (x *StreamHeader) GetStartOffset() int64 {
 	return 0
 }
 
+func (x *StreamHeader) GetOnDemand() bool {
+	if x != nil {
+		return x.OnDemand
+	}
+	return false
+}
+
+func (x *StreamHeader) GetFingerprint() string {
+	if x != nil {
+		return x.Fingerprint
+	}
+	return ""
+}
+
 // ShmRegion is a shared-memory file the client maps once, read-only
 // (mmap(PROT_READ, MAP_SHARED) of [0, size)), and may register with CUDA
 // (cuMemHostRegister, read-only) so copies to the device are DMA.
@@ -1155,7 +1268,7 @@ type ShmRegion struct {
 
 func (x *ShmRegion) Reset() {
 	*x = ShmRegion{}
-	mi := &file_loaderd_v1_loader_proto_msgTypes[9]
+	mi := &file_loaderd_v1_loader_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1167,7 +1280,7 @@ func (x *ShmRegion) String() string {
 func (*ShmRegion) ProtoMessage() {}
 
 func (x *ShmRegion) ProtoReflect() protoreflect.Message {
-	mi := &file_loaderd_v1_loader_proto_msgTypes[9]
+	mi := &file_loaderd_v1_loader_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1180,7 +1293,7 @@ func (x *ShmRegion) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShmRegion.ProtoReflect.Descriptor instead.
 func (*ShmRegion) Descriptor() ([]byte, []int) {
-	return file_loaderd_v1_loader_proto_rawDescGZIP(), []int{9}
+	return file_loaderd_v1_loader_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ShmRegion) GetPath() string {
@@ -1235,7 +1348,8 @@ func (x *ShmRegion) GetToken() []byte {
 // Batch is one batch of samples, in the order the plan gives them.
 type Batch struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Position in this stream: 0, 1, 2, ... with no gaps. Acks name it.
+	// Position in this stream: 0, 1, 2, ... with no gaps. Acks name it. On an
+	// on-demand stream, the batch number the client wanted.
 	Seq uint64 `protobuf:"varint,1,opt,name=seq,proto3" json:"seq,omitempty"`
 	// Epoch this batch belongs to.
 	Epoch int64 `protobuf:"varint,2,opt,name=epoch,proto3" json:"epoch,omitempty"`
@@ -1269,7 +1383,7 @@ type Batch struct {
 
 func (x *Batch) Reset() {
 	*x = Batch{}
-	mi := &file_loaderd_v1_loader_proto_msgTypes[10]
+	mi := &file_loaderd_v1_loader_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1281,7 +1395,7 @@ func (x *Batch) String() string {
 func (*Batch) ProtoMessage() {}
 
 func (x *Batch) ProtoReflect() protoreflect.Message {
-	mi := &file_loaderd_v1_loader_proto_msgTypes[10]
+	mi := &file_loaderd_v1_loader_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1294,7 +1408,7 @@ func (x *Batch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Batch.ProtoReflect.Descriptor instead.
 func (*Batch) Descriptor() ([]byte, []int) {
-	return file_loaderd_v1_loader_proto_rawDescGZIP(), []int{10}
+	return file_loaderd_v1_loader_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Batch) GetSeq() uint64 {
@@ -1423,7 +1537,7 @@ type ShmRef struct {
 
 func (x *ShmRef) Reset() {
 	*x = ShmRef{}
-	mi := &file_loaderd_v1_loader_proto_msgTypes[11]
+	mi := &file_loaderd_v1_loader_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1435,7 +1549,7 @@ func (x *ShmRef) String() string {
 func (*ShmRef) ProtoMessage() {}
 
 func (x *ShmRef) ProtoReflect() protoreflect.Message {
-	mi := &file_loaderd_v1_loader_proto_msgTypes[11]
+	mi := &file_loaderd_v1_loader_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1448,7 +1562,7 @@ func (x *ShmRef) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShmRef.ProtoReflect.Descriptor instead.
 func (*ShmRef) Descriptor() ([]byte, []int) {
-	return file_loaderd_v1_loader_proto_rawDescGZIP(), []int{11}
+	return file_loaderd_v1_loader_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ShmRef) GetSlot() uint32 {
@@ -1510,7 +1624,7 @@ type AugmentParams struct {
 
 func (x *AugmentParams) Reset() {
 	*x = AugmentParams{}
-	mi := &file_loaderd_v1_loader_proto_msgTypes[12]
+	mi := &file_loaderd_v1_loader_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1522,7 +1636,7 @@ func (x *AugmentParams) String() string {
 func (*AugmentParams) ProtoMessage() {}
 
 func (x *AugmentParams) ProtoReflect() protoreflect.Message {
-	mi := &file_loaderd_v1_loader_proto_msgTypes[12]
+	mi := &file_loaderd_v1_loader_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1535,7 +1649,7 @@ func (x *AugmentParams) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AugmentParams.ProtoReflect.Descriptor instead.
 func (*AugmentParams) Descriptor() ([]byte, []int) {
-	return file_loaderd_v1_loader_proto_rawDescGZIP(), []int{12}
+	return file_loaderd_v1_loader_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *AugmentParams) GetTop() []int32 {
@@ -1590,7 +1704,7 @@ type SampleNamesRequest struct {
 
 func (x *SampleNamesRequest) Reset() {
 	*x = SampleNamesRequest{}
-	mi := &file_loaderd_v1_loader_proto_msgTypes[13]
+	mi := &file_loaderd_v1_loader_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1602,7 +1716,7 @@ func (x *SampleNamesRequest) String() string {
 func (*SampleNamesRequest) ProtoMessage() {}
 
 func (x *SampleNamesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_loaderd_v1_loader_proto_msgTypes[13]
+	mi := &file_loaderd_v1_loader_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1615,7 +1729,7 @@ func (x *SampleNamesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SampleNamesRequest.ProtoReflect.Descriptor instead.
 func (*SampleNamesRequest) Descriptor() ([]byte, []int) {
-	return file_loaderd_v1_loader_proto_rawDescGZIP(), []int{13}
+	return file_loaderd_v1_loader_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *SampleNamesRequest) GetDataset() string {
@@ -1658,7 +1772,7 @@ type SampleNamesResponse struct {
 
 func (x *SampleNamesResponse) Reset() {
 	*x = SampleNamesResponse{}
-	mi := &file_loaderd_v1_loader_proto_msgTypes[14]
+	mi := &file_loaderd_v1_loader_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1670,7 +1784,7 @@ func (x *SampleNamesResponse) String() string {
 func (*SampleNamesResponse) ProtoMessage() {}
 
 func (x *SampleNamesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_loaderd_v1_loader_proto_msgTypes[14]
+	mi := &file_loaderd_v1_loader_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1683,7 +1797,7 @@ func (x *SampleNamesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SampleNamesResponse.ProtoReflect.Descriptor instead.
 func (*SampleNamesResponse) Descriptor() ([]byte, []int) {
-	return file_loaderd_v1_loader_proto_rawDescGZIP(), []int{14}
+	return file_loaderd_v1_loader_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *SampleNamesResponse) GetStart() int64 {
@@ -1722,7 +1836,7 @@ const file_loaderd_v1_loader_proto_rawDesc = "" +
 	"loaderd.v1\"\x15\n" +
 	"\x13ListDatasetsRequest\"G\n" +
 	"\x14ListDatasetsResponse\x12/\n" +
-	"\bdatasets\x18\x01 \x03(\v2\x13.loaderd.v1.DatasetR\bdatasets\"\xe6\x01\n" +
+	"\bdatasets\x18\x01 \x03(\v2\x13.loaderd.v1.DatasetR\bdatasets\"\x88\x02\n" +
 	"\aDataset\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
 	"\x06format\x18\x02 \x01(\tR\x06format\x12\x12\n" +
@@ -1730,16 +1844,20 @@ const file_loaderd_v1_loader_proto_rawDesc = "" +
 	"\aclasses\x18\x04 \x03(\tR\aclasses\x12,\n" +
 	"\x05shape\x18\x05 \x01(\v2\x16.loaderd.v1.ImageShapeR\x05shape\x12*\n" +
 	"\x06layout\x18\x06 \x01(\x0e2\x12.loaderd.v1.LayoutR\x06layout\x12'\n" +
-	"\x0fdefault_augment\x18\a \x01(\tR\x0edefaultAugment\"V\n" +
+	"\x0fdefault_augment\x18\a \x01(\tR\x0edefaultAugment\x12 \n" +
+	"\vfingerprint\x18\b \x01(\tR\vfingerprint\"V\n" +
 	"\n" +
 	"ImageShape\x12\x16\n" +
 	"\x06height\x18\x01 \x01(\x05R\x06height\x12\x14\n" +
 	"\x05width\x18\x02 \x01(\x05R\x05width\x12\x1a\n" +
-	"\bchannels\x18\x03 \x01(\x05R\bchannels\"c\n" +
+	"\bchannels\x18\x03 \x01(\x05R\bchannels\"\x8b\x01\n" +
 	"\rStreamRequest\x12&\n" +
 	"\x04open\x18\x01 \x01(\v2\x10.loaderd.v1.OpenH\x00R\x04open\x12#\n" +
-	"\x03ack\x18\x02 \x01(\v2\x0f.loaderd.v1.AckH\x00R\x03ackB\x05\n" +
-	"\x03msg\"\xee\x04\n" +
+	"\x03ack\x18\x02 \x01(\v2\x0f.loaderd.v1.AckH\x00R\x03ack\x12&\n" +
+	"\x04want\x18\x03 \x01(\v2\x10.loaderd.v1.WantH\x00R\x04wantB\x05\n" +
+	"\x03msg\" \n" +
+	"\x04Want\x12\x18\n" +
+	"\abatches\x18\x01 \x03(\x04R\abatches\"\x8b\x05\n" +
 	"\x04Open\x12\x18\n" +
 	"\adataset\x18\x01 \x01(\tR\adataset\x12\x12\n" +
 	"\x04rank\x18\x02 \x01(\x05R\x04rank\x12\x14\n" +
@@ -1764,7 +1882,8 @@ const file_loaderd_v1_loader_proto_rawDesc = "" +
 	"\rmax_in_flight\x18\x10 \x01(\rR\vmaxInFlight\x12%\n" +
 	"\x0einclude_params\x18\x11 \x01(\bR\rincludeParams\x12\x1f\n" +
 	"\vclient_name\x18\x12 \x01(\tR\n" +
-	"clientName\x12!\n" +
+	"clientName\x12\x1b\n" +
+	"\ton_demand\x18\x14 \x01(\bR\bonDemand\x12!\n" +
 	"\fstart_offset\x18\x13 \x01(\x03R\vstartOffset\"2\n" +
 	"\x03Ack\x12\x12\n" +
 	"\x04seqs\x18\x01 \x03(\x04R\x04seqs\x12\x17\n" +
@@ -1772,7 +1891,7 @@ const file_loaderd_v1_loader_proto_rawDesc = "" +
 	"\vStreamReply\x122\n" +
 	"\x06header\x18\x01 \x01(\v2\x18.loaderd.v1.StreamHeaderH\x00R\x06header\x12)\n" +
 	"\x05batch\x18\x02 \x01(\v2\x11.loaderd.v1.BatchH\x00R\x05batchB\x05\n" +
-	"\x03msg\"\xc4\x04\n" +
+	"\x03msg\"\x83\x05\n" +
 	"\fStreamHeader\x12!\n" +
 	"\fdataset_size\x18\x01 \x01(\x03R\vdatasetSize\x12*\n" +
 	"\x11samples_per_epoch\x18\x02 \x01(\x03R\x0fsamplesPerEpoch\x12*\n" +
@@ -1792,7 +1911,9 @@ const file_loaderd_v1_loader_proto_rawDesc = "" +
 	"startEpoch\x12\x1f\n" +
 	"\vstart_batch\x18\x0e \x01(\x03R\n" +
 	"startBatch\x12!\n" +
-	"\fstart_offset\x18\x0f \x01(\x03R\vstartOffset\"\xba\x01\n" +
+	"\fstart_offset\x18\x0f \x01(\x03R\vstartOffset\x12\x1b\n" +
+	"\ton_demand\x18\x10 \x01(\bR\bonDemand\x12 \n" +
+	"\vfingerprint\x18\x11 \x01(\tR\vfingerprint\"\xba\x01\n" +
 	"\tShmRegion\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x12\n" +
 	"\x04size\x18\x02 \x01(\x03R\x04size\x12\x1b\n" +
@@ -1874,7 +1995,7 @@ func file_loaderd_v1_loader_proto_rawDescGZIP() []byte {
 }
 
 var file_loaderd_v1_loader_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_loaderd_v1_loader_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
+var file_loaderd_v1_loader_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
 var file_loaderd_v1_loader_proto_goTypes = []any{
 	(DType)(0),                   // 0: loaderd.v1.DType
 	(Layout)(0),                  // 1: loaderd.v1.Layout
@@ -1884,47 +2005,49 @@ var file_loaderd_v1_loader_proto_goTypes = []any{
 	(*Dataset)(nil),              // 5: loaderd.v1.Dataset
 	(*ImageShape)(nil),           // 6: loaderd.v1.ImageShape
 	(*StreamRequest)(nil),        // 7: loaderd.v1.StreamRequest
-	(*Open)(nil),                 // 8: loaderd.v1.Open
-	(*Ack)(nil),                  // 9: loaderd.v1.Ack
-	(*StreamReply)(nil),          // 10: loaderd.v1.StreamReply
-	(*StreamHeader)(nil),         // 11: loaderd.v1.StreamHeader
-	(*ShmRegion)(nil),            // 12: loaderd.v1.ShmRegion
-	(*Batch)(nil),                // 13: loaderd.v1.Batch
-	(*ShmRef)(nil),               // 14: loaderd.v1.ShmRef
-	(*AugmentParams)(nil),        // 15: loaderd.v1.AugmentParams
-	(*SampleNamesRequest)(nil),   // 16: loaderd.v1.SampleNamesRequest
-	(*SampleNamesResponse)(nil),  // 17: loaderd.v1.SampleNamesResponse
+	(*Want)(nil),                 // 8: loaderd.v1.Want
+	(*Open)(nil),                 // 9: loaderd.v1.Open
+	(*Ack)(nil),                  // 10: loaderd.v1.Ack
+	(*StreamReply)(nil),          // 11: loaderd.v1.StreamReply
+	(*StreamHeader)(nil),         // 12: loaderd.v1.StreamHeader
+	(*ShmRegion)(nil),            // 13: loaderd.v1.ShmRegion
+	(*Batch)(nil),                // 14: loaderd.v1.Batch
+	(*ShmRef)(nil),               // 15: loaderd.v1.ShmRef
+	(*AugmentParams)(nil),        // 16: loaderd.v1.AugmentParams
+	(*SampleNamesRequest)(nil),   // 17: loaderd.v1.SampleNamesRequest
+	(*SampleNamesResponse)(nil),  // 18: loaderd.v1.SampleNamesResponse
 }
 var file_loaderd_v1_loader_proto_depIdxs = []int32{
 	5,  // 0: loaderd.v1.ListDatasetsResponse.datasets:type_name -> loaderd.v1.Dataset
 	6,  // 1: loaderd.v1.Dataset.shape:type_name -> loaderd.v1.ImageShape
 	1,  // 2: loaderd.v1.Dataset.layout:type_name -> loaderd.v1.Layout
-	8,  // 3: loaderd.v1.StreamRequest.open:type_name -> loaderd.v1.Open
-	9,  // 4: loaderd.v1.StreamRequest.ack:type_name -> loaderd.v1.Ack
-	0,  // 5: loaderd.v1.Open.dtype:type_name -> loaderd.v1.DType
-	1,  // 6: loaderd.v1.Open.layout:type_name -> loaderd.v1.Layout
-	2,  // 7: loaderd.v1.Open.transport:type_name -> loaderd.v1.Transport
-	11, // 8: loaderd.v1.StreamReply.header:type_name -> loaderd.v1.StreamHeader
-	13, // 9: loaderd.v1.StreamReply.batch:type_name -> loaderd.v1.Batch
-	0,  // 10: loaderd.v1.StreamHeader.dtype:type_name -> loaderd.v1.DType
-	1,  // 11: loaderd.v1.StreamHeader.layout:type_name -> loaderd.v1.Layout
-	2,  // 12: loaderd.v1.StreamHeader.transport:type_name -> loaderd.v1.Transport
-	12, // 13: loaderd.v1.StreamHeader.shm:type_name -> loaderd.v1.ShmRegion
-	0,  // 14: loaderd.v1.Batch.dtype:type_name -> loaderd.v1.DType
-	1,  // 15: loaderd.v1.Batch.layout:type_name -> loaderd.v1.Layout
-	14, // 16: loaderd.v1.Batch.shm:type_name -> loaderd.v1.ShmRef
-	15, // 17: loaderd.v1.Batch.params:type_name -> loaderd.v1.AugmentParams
-	3,  // 18: loaderd.v1.Loader.ListDatasets:input_type -> loaderd.v1.ListDatasetsRequest
-	7,  // 19: loaderd.v1.Loader.Stream:input_type -> loaderd.v1.StreamRequest
-	16, // 20: loaderd.v1.Loader.SampleNames:input_type -> loaderd.v1.SampleNamesRequest
-	4,  // 21: loaderd.v1.Loader.ListDatasets:output_type -> loaderd.v1.ListDatasetsResponse
-	10, // 22: loaderd.v1.Loader.Stream:output_type -> loaderd.v1.StreamReply
-	17, // 23: loaderd.v1.Loader.SampleNames:output_type -> loaderd.v1.SampleNamesResponse
-	21, // [21:24] is the sub-list for method output_type
-	18, // [18:21] is the sub-list for method input_type
-	18, // [18:18] is the sub-list for extension type_name
-	18, // [18:18] is the sub-list for extension extendee
-	0,  // [0:18] is the sub-list for field type_name
+	9,  // 3: loaderd.v1.StreamRequest.open:type_name -> loaderd.v1.Open
+	10, // 4: loaderd.v1.StreamRequest.ack:type_name -> loaderd.v1.Ack
+	8,  // 5: loaderd.v1.StreamRequest.want:type_name -> loaderd.v1.Want
+	0,  // 6: loaderd.v1.Open.dtype:type_name -> loaderd.v1.DType
+	1,  // 7: loaderd.v1.Open.layout:type_name -> loaderd.v1.Layout
+	2,  // 8: loaderd.v1.Open.transport:type_name -> loaderd.v1.Transport
+	12, // 9: loaderd.v1.StreamReply.header:type_name -> loaderd.v1.StreamHeader
+	14, // 10: loaderd.v1.StreamReply.batch:type_name -> loaderd.v1.Batch
+	0,  // 11: loaderd.v1.StreamHeader.dtype:type_name -> loaderd.v1.DType
+	1,  // 12: loaderd.v1.StreamHeader.layout:type_name -> loaderd.v1.Layout
+	2,  // 13: loaderd.v1.StreamHeader.transport:type_name -> loaderd.v1.Transport
+	13, // 14: loaderd.v1.StreamHeader.shm:type_name -> loaderd.v1.ShmRegion
+	0,  // 15: loaderd.v1.Batch.dtype:type_name -> loaderd.v1.DType
+	1,  // 16: loaderd.v1.Batch.layout:type_name -> loaderd.v1.Layout
+	15, // 17: loaderd.v1.Batch.shm:type_name -> loaderd.v1.ShmRef
+	16, // 18: loaderd.v1.Batch.params:type_name -> loaderd.v1.AugmentParams
+	3,  // 19: loaderd.v1.Loader.ListDatasets:input_type -> loaderd.v1.ListDatasetsRequest
+	7,  // 20: loaderd.v1.Loader.Stream:input_type -> loaderd.v1.StreamRequest
+	17, // 21: loaderd.v1.Loader.SampleNames:input_type -> loaderd.v1.SampleNamesRequest
+	4,  // 22: loaderd.v1.Loader.ListDatasets:output_type -> loaderd.v1.ListDatasetsResponse
+	11, // 23: loaderd.v1.Loader.Stream:output_type -> loaderd.v1.StreamReply
+	18, // 24: loaderd.v1.Loader.SampleNames:output_type -> loaderd.v1.SampleNamesResponse
+	22, // [22:25] is the sub-list for method output_type
+	19, // [19:22] is the sub-list for method input_type
+	19, // [19:19] is the sub-list for extension type_name
+	19, // [19:19] is the sub-list for extension extendee
+	0,  // [0:19] is the sub-list for field type_name
 }
 
 func init() { file_loaderd_v1_loader_proto_init() }
@@ -1935,12 +2058,13 @@ func file_loaderd_v1_loader_proto_init() {
 	file_loaderd_v1_loader_proto_msgTypes[4].OneofWrappers = []any{
 		(*StreamRequest_Open)(nil),
 		(*StreamRequest_Ack)(nil),
+		(*StreamRequest_Want)(nil),
 	}
-	file_loaderd_v1_loader_proto_msgTypes[7].OneofWrappers = []any{
+	file_loaderd_v1_loader_proto_msgTypes[8].OneofWrappers = []any{
 		(*StreamReply_Header)(nil),
 		(*StreamReply_Batch)(nil),
 	}
-	file_loaderd_v1_loader_proto_msgTypes[10].OneofWrappers = []any{
+	file_loaderd_v1_loader_proto_msgTypes[11].OneofWrappers = []any{
 		(*Batch_Data)(nil),
 		(*Batch_Shm)(nil),
 	}
@@ -1950,7 +2074,7 @@ func file_loaderd_v1_loader_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_loaderd_v1_loader_proto_rawDesc), len(file_loaderd_v1_loader_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   15,
+			NumMessages:   16,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

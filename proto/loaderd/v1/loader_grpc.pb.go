@@ -53,8 +53,15 @@ type LoaderClient interface {
 	//	UNAVAILABLE         the daemon is shutting down or gone.
 	ListDatasets(ctx context.Context, in *ListDatasetsRequest, opts ...grpc.CallOption) (*ListDatasetsResponse, error)
 	// Stream delivers one rank's batches. The client's first message must be
-	// an Open; every later message must be an Ack. The server's first message
-	// is a StreamHeader, every later one a Batch.
+	// an Open; every later message must be an Ack, or, on an on-demand stream
+	// (Open.on_demand), an Ack or a Want. The server's first message is a
+	// StreamHeader, every later one a Batch.
+	//
+	// An on-demand stream makes only the batches its client names in Wants,
+	// in the order named, and never ends by itself: the client half-closes
+	// when it wants no more. A client that spreads one rank's stream over
+	// several daemons (a pool) opens one on-demand stream on each, with the
+	// same Open, and names each batch to one of them.
 	//
 	// A finite stream (Open.epochs > 0) ends with OK once its last batch has
 	// been sent AND acknowledged, so shared-memory slots stay valid until the
@@ -69,9 +76,13 @@ type LoaderClient interface {
 	//	                    1..16384, max_in_flight over 32, start position
 	//	                    past the end, unparsable augment spec, dtype or
 	//	                    layout that contradict the spec, an inline batch
-	//	                    over 256 MiB, a string over its limit), or an
+	//	                    over 256 MiB, a string over its limit), an
 	//	                    Ack of a seq that was never sent or is already
-	//	                    acked. Every problem of an Open is named at once.
+	//	                    acked, or a Want on a stream that is not on
+	//	                    demand, of a batch number past the stream's end,
+	//	                    of one already wanted, or of more than
+	//	                    max_in_flight batches not yet acked. Every
+	//	                    problem of an Open is named at once.
 	//	NOT_FOUND           Open.dataset is not registered.
 	//	RESOURCE_EXHAUSTED  the daemon serves as many streams as it allows,
 	//	                    or the stream's batch memory does not fit in what
@@ -162,8 +173,15 @@ type LoaderServer interface {
 	//	UNAVAILABLE         the daemon is shutting down or gone.
 	ListDatasets(context.Context, *ListDatasetsRequest) (*ListDatasetsResponse, error)
 	// Stream delivers one rank's batches. The client's first message must be
-	// an Open; every later message must be an Ack. The server's first message
-	// is a StreamHeader, every later one a Batch.
+	// an Open; every later message must be an Ack, or, on an on-demand stream
+	// (Open.on_demand), an Ack or a Want. The server's first message is a
+	// StreamHeader, every later one a Batch.
+	//
+	// An on-demand stream makes only the batches its client names in Wants,
+	// in the order named, and never ends by itself: the client half-closes
+	// when it wants no more. A client that spreads one rank's stream over
+	// several daemons (a pool) opens one on-demand stream on each, with the
+	// same Open, and names each batch to one of them.
 	//
 	// A finite stream (Open.epochs > 0) ends with OK once its last batch has
 	// been sent AND acknowledged, so shared-memory slots stay valid until the
@@ -178,9 +196,13 @@ type LoaderServer interface {
 	//	                    1..16384, max_in_flight over 32, start position
 	//	                    past the end, unparsable augment spec, dtype or
 	//	                    layout that contradict the spec, an inline batch
-	//	                    over 256 MiB, a string over its limit), or an
+	//	                    over 256 MiB, a string over its limit), an
 	//	                    Ack of a seq that was never sent or is already
-	//	                    acked. Every problem of an Open is named at once.
+	//	                    acked, or a Want on a stream that is not on
+	//	                    demand, of a batch number past the stream's end,
+	//	                    of one already wanted, or of more than
+	//	                    max_in_flight batches not yet acked. Every
+	//	                    problem of an Open is named at once.
 	//	NOT_FOUND           Open.dataset is not registered.
 	//	RESOURCE_EXHAUSTED  the daemon serves as many streams as it allows,
 	//	                    or the stream's batch memory does not fit in what

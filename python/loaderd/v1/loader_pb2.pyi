@@ -66,9 +66,10 @@ class Batch(_message.Message):
     def __init__(self, seq: _Optional[int] = ..., epoch: _Optional[int] = ..., batch_index: _Optional[int] = ..., indices: _Optional[_Iterable[int]] = ..., labels: _Optional[_Iterable[int]] = ..., dtype: _Optional[_Union[DType, str]] = ..., layout: _Optional[_Union[Layout, str]] = ..., shape: _Optional[_Iterable[int]] = ..., data: _Optional[bytes] = ..., shm: _Optional[_Union[ShmRef, _Mapping]] = ..., params: _Optional[_Union[AugmentParams, _Mapping]] = ...) -> None: ...
 
 class Dataset(_message.Message):
-    __slots__ = ["classes", "default_augment", "format", "layout", "name", "shape", "size"]
+    __slots__ = ["classes", "default_augment", "fingerprint", "format", "layout", "name", "shape", "size"]
     CLASSES_FIELD_NUMBER: _ClassVar[int]
     DEFAULT_AUGMENT_FIELD_NUMBER: _ClassVar[int]
+    FINGERPRINT_FIELD_NUMBER: _ClassVar[int]
     FORMAT_FIELD_NUMBER: _ClassVar[int]
     LAYOUT_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
@@ -76,12 +77,13 @@ class Dataset(_message.Message):
     SIZE_FIELD_NUMBER: _ClassVar[int]
     classes: _containers.RepeatedScalarFieldContainer[str]
     default_augment: str
+    fingerprint: str
     format: str
     layout: Layout
     name: str
     shape: ImageShape
     size: int
-    def __init__(self, name: _Optional[str] = ..., format: _Optional[str] = ..., size: _Optional[int] = ..., classes: _Optional[_Iterable[str]] = ..., shape: _Optional[_Union[ImageShape, _Mapping]] = ..., layout: _Optional[_Union[Layout, str]] = ..., default_augment: _Optional[str] = ...) -> None: ...
+    def __init__(self, name: _Optional[str] = ..., format: _Optional[str] = ..., size: _Optional[int] = ..., classes: _Optional[_Iterable[str]] = ..., shape: _Optional[_Union[ImageShape, _Mapping]] = ..., layout: _Optional[_Union[Layout, str]] = ..., default_augment: _Optional[str] = ..., fingerprint: _Optional[str] = ...) -> None: ...
 
 class ImageShape(_message.Message):
     __slots__ = ["channels", "height", "width"]
@@ -104,7 +106,7 @@ class ListDatasetsResponse(_message.Message):
     def __init__(self, datasets: _Optional[_Iterable[_Union[Dataset, _Mapping]]] = ...) -> None: ...
 
 class Open(_message.Message):
-    __slots__ = ["augment", "batch_size", "client_name", "dataset", "drop_last", "drop_last_batch", "dtype", "epochs", "include_params", "layout", "max_in_flight", "no_shuffle", "rank", "seed", "start_batch", "start_epoch", "start_offset", "transport", "world"]
+    __slots__ = ["augment", "batch_size", "client_name", "dataset", "drop_last", "drop_last_batch", "dtype", "epochs", "include_params", "layout", "max_in_flight", "no_shuffle", "on_demand", "rank", "seed", "start_batch", "start_epoch", "start_offset", "transport", "world"]
     AUGMENT_FIELD_NUMBER: _ClassVar[int]
     BATCH_SIZE_FIELD_NUMBER: _ClassVar[int]
     CLIENT_NAME_FIELD_NUMBER: _ClassVar[int]
@@ -117,6 +119,7 @@ class Open(_message.Message):
     LAYOUT_FIELD_NUMBER: _ClassVar[int]
     MAX_IN_FLIGHT_FIELD_NUMBER: _ClassVar[int]
     NO_SHUFFLE_FIELD_NUMBER: _ClassVar[int]
+    ON_DEMAND_FIELD_NUMBER: _ClassVar[int]
     RANK_FIELD_NUMBER: _ClassVar[int]
     SEED_FIELD_NUMBER: _ClassVar[int]
     START_BATCH_FIELD_NUMBER: _ClassVar[int]
@@ -136,6 +139,7 @@ class Open(_message.Message):
     layout: Layout
     max_in_flight: int
     no_shuffle: bool
+    on_demand: bool
     rank: int
     seed: int
     start_batch: int
@@ -143,7 +147,7 @@ class Open(_message.Message):
     start_offset: int
     transport: Transport
     world: int
-    def __init__(self, dataset: _Optional[str] = ..., rank: _Optional[int] = ..., world: _Optional[int] = ..., batch_size: _Optional[int] = ..., seed: _Optional[int] = ..., no_shuffle: bool = ..., drop_last: bool = ..., drop_last_batch: bool = ..., start_epoch: _Optional[int] = ..., start_batch: _Optional[int] = ..., epochs: _Optional[int] = ..., augment: _Optional[str] = ..., dtype: _Optional[_Union[DType, str]] = ..., layout: _Optional[_Union[Layout, str]] = ..., transport: _Optional[_Union[Transport, str]] = ..., max_in_flight: _Optional[int] = ..., include_params: bool = ..., client_name: _Optional[str] = ..., start_offset: _Optional[int] = ...) -> None: ...
+    def __init__(self, dataset: _Optional[str] = ..., rank: _Optional[int] = ..., world: _Optional[int] = ..., batch_size: _Optional[int] = ..., seed: _Optional[int] = ..., no_shuffle: bool = ..., drop_last: bool = ..., drop_last_batch: bool = ..., start_epoch: _Optional[int] = ..., start_batch: _Optional[int] = ..., epochs: _Optional[int] = ..., augment: _Optional[str] = ..., dtype: _Optional[_Union[DType, str]] = ..., layout: _Optional[_Union[Layout, str]] = ..., transport: _Optional[_Union[Transport, str]] = ..., max_in_flight: _Optional[int] = ..., include_params: bool = ..., client_name: _Optional[str] = ..., on_demand: bool = ..., start_offset: _Optional[int] = ...) -> None: ...
 
 class SampleNamesRequest(_message.Message):
     __slots__ = ["count", "dataset", "start"]
@@ -198,14 +202,16 @@ class ShmRegion(_message.Message):
     def __init__(self, path: _Optional[str] = ..., size: _Optional[int] = ..., slot_size: _Optional[int] = ..., slot_count: _Optional[int] = ..., locked: bool = ..., fd_socket: _Optional[str] = ..., token: _Optional[bytes] = ...) -> None: ...
 
 class StreamHeader(_message.Message):
-    __slots__ = ["augment", "batch_size", "batches_per_epoch", "dataset_size", "dtype", "layout", "max_in_flight", "sample_bytes", "sample_shape", "samples_per_epoch", "shm", "start_batch", "start_epoch", "start_offset", "transport"]
+    __slots__ = ["augment", "batch_size", "batches_per_epoch", "dataset_size", "dtype", "fingerprint", "layout", "max_in_flight", "on_demand", "sample_bytes", "sample_shape", "samples_per_epoch", "shm", "start_batch", "start_epoch", "start_offset", "transport"]
     AUGMENT_FIELD_NUMBER: _ClassVar[int]
     BATCHES_PER_EPOCH_FIELD_NUMBER: _ClassVar[int]
     BATCH_SIZE_FIELD_NUMBER: _ClassVar[int]
     DATASET_SIZE_FIELD_NUMBER: _ClassVar[int]
     DTYPE_FIELD_NUMBER: _ClassVar[int]
+    FINGERPRINT_FIELD_NUMBER: _ClassVar[int]
     LAYOUT_FIELD_NUMBER: _ClassVar[int]
     MAX_IN_FLIGHT_FIELD_NUMBER: _ClassVar[int]
+    ON_DEMAND_FIELD_NUMBER: _ClassVar[int]
     SAMPLES_PER_EPOCH_FIELD_NUMBER: _ClassVar[int]
     SAMPLE_BYTES_FIELD_NUMBER: _ClassVar[int]
     SAMPLE_SHAPE_FIELD_NUMBER: _ClassVar[int]
@@ -219,8 +225,10 @@ class StreamHeader(_message.Message):
     batches_per_epoch: int
     dataset_size: int
     dtype: DType
+    fingerprint: str
     layout: Layout
     max_in_flight: int
+    on_demand: bool
     sample_bytes: int
     sample_shape: _containers.RepeatedScalarFieldContainer[int]
     samples_per_epoch: int
@@ -229,7 +237,7 @@ class StreamHeader(_message.Message):
     start_epoch: int
     start_offset: int
     transport: Transport
-    def __init__(self, dataset_size: _Optional[int] = ..., samples_per_epoch: _Optional[int] = ..., batches_per_epoch: _Optional[int] = ..., batch_size: _Optional[int] = ..., dtype: _Optional[_Union[DType, str]] = ..., layout: _Optional[_Union[Layout, str]] = ..., sample_shape: _Optional[_Iterable[int]] = ..., sample_bytes: _Optional[int] = ..., augment: _Optional[str] = ..., transport: _Optional[_Union[Transport, str]] = ..., max_in_flight: _Optional[int] = ..., shm: _Optional[_Union[ShmRegion, _Mapping]] = ..., start_epoch: _Optional[int] = ..., start_batch: _Optional[int] = ..., start_offset: _Optional[int] = ...) -> None: ...
+    def __init__(self, dataset_size: _Optional[int] = ..., samples_per_epoch: _Optional[int] = ..., batches_per_epoch: _Optional[int] = ..., batch_size: _Optional[int] = ..., dtype: _Optional[_Union[DType, str]] = ..., layout: _Optional[_Union[Layout, str]] = ..., sample_shape: _Optional[_Iterable[int]] = ..., sample_bytes: _Optional[int] = ..., augment: _Optional[str] = ..., transport: _Optional[_Union[Transport, str]] = ..., max_in_flight: _Optional[int] = ..., shm: _Optional[_Union[ShmRegion, _Mapping]] = ..., start_epoch: _Optional[int] = ..., start_batch: _Optional[int] = ..., start_offset: _Optional[int] = ..., on_demand: bool = ..., fingerprint: _Optional[str] = ...) -> None: ...
 
 class StreamReply(_message.Message):
     __slots__ = ["batch", "header"]
@@ -240,12 +248,20 @@ class StreamReply(_message.Message):
     def __init__(self, header: _Optional[_Union[StreamHeader, _Mapping]] = ..., batch: _Optional[_Union[Batch, _Mapping]] = ...) -> None: ...
 
 class StreamRequest(_message.Message):
-    __slots__ = ["ack", "open"]
+    __slots__ = ["ack", "open", "want"]
     ACK_FIELD_NUMBER: _ClassVar[int]
     OPEN_FIELD_NUMBER: _ClassVar[int]
+    WANT_FIELD_NUMBER: _ClassVar[int]
     ack: Ack
     open: Open
-    def __init__(self, open: _Optional[_Union[Open, _Mapping]] = ..., ack: _Optional[_Union[Ack, _Mapping]] = ...) -> None: ...
+    want: Want
+    def __init__(self, open: _Optional[_Union[Open, _Mapping]] = ..., ack: _Optional[_Union[Ack, _Mapping]] = ..., want: _Optional[_Union[Want, _Mapping]] = ...) -> None: ...
+
+class Want(_message.Message):
+    __slots__ = ["batches"]
+    BATCHES_FIELD_NUMBER: _ClassVar[int]
+    batches: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, batches: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class DType(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = []
