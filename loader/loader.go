@@ -39,6 +39,12 @@ type Config struct {
 	Pinned     *pinned.Pool // slots come from here when set; else the Loader maps its own
 	WithParams bool         // record each sample's augmentation parameters
 
+	// OnDemand makes only the batches named with Want, in the order named,
+	// each by its number in the stream from Start (Numbering); Next then
+	// waits for a Want rather than ending. A pool of daemons serves one
+	// stream this way, each daemon the batches its client asks of it.
+	OnDemand bool
+
 	// OnError is what the stream does with a sample its source cannot
 	// read (a corrupt image, a bad label): FailOnError, the default, fails
 	// the stream; SkipOnError delivers the next readable sample in its
@@ -92,7 +98,9 @@ type Loader struct {
 	posEnd    int64 // batches in pos's epoch from pos.Offset
 	seq       int64
 	exhausted bool
-	err       error    // sticky: the first failure, or ErrClosed
+	num       sampler.Numbering // batch numbers, for OnDemand
+	wants     []int64           // OnDemand: numbers wanted and not yet planned, in order
+	err       error             // sticky: the first failure, or ErrClosed
 	order     []*Batch // planned, not yet delivered, in stream order (ring)
 	ohead     int
 	olen      int
@@ -184,6 +192,10 @@ func New(pool *Pool, cfg Config) (*Loader, error) {
 		l.pos = sampler.Position{Epoch: cfg.Start.Epoch + 1}
 		l.exhausted = cfg.Epochs > 0 && l.pos.Epoch >= cfg.Epochs
 	}
+	l.num = sampler.NewNumbering(cfg.Start, l.batchesAt(cfg.Start), l.perEpoch, cfg.Epochs)
+	if cfg.OnDemand {
+		l.exhausted = false // it waits for wants instead
+	}
 	if err := l.setupSlots(); err != nil {
 		return nil, err
 	}
@@ -251,6 +263,32 @@ func (l *Loader) batchesAt(p sampler.Position) int64 {
 		return l.perEpoch
 	}
 	return l.dist.BatchesFrom(p.Offset, l.cfg.BatchSize, l.cfg.DropLastBatch)
+}
+
+// Numbering returns how the stream numbers its batches from Start.
+func (l *Loader) Numbering() sampler.Numbering { return l.num }
+
+// Want asks an OnDemand stream for batch number k (see Numbering) after
+// those already wanted. It fails for a stream that is not on demand and
+// for a number past the stream's end.
+func (l *Loader) Want(k int64) error {
+	if !l.cfg.OnDemand {
+		return errors.New("loader: Want on a stream that is not on demand")
+	}
+	if _, ok := l.num.At(k); !ok {
+		return fmt.Errorf("loader: batch number %d is past the stream's %d batches", k, l.num.Len())
+	}
+	l.mu.Lock()
+	l.wants = append(l.wants, k)
+	if l.err == nil {
+		l.planLocked()
+	}
+	l.mu.Unlock()
+	select {
+	case l.wake <- struct{}{}:
+	default:
+	}
+	return nil
 }
 
 // Skipped returns the number of samples replaced under SkipOnError.
@@ -338,38 +376,57 @@ func (l *Loader) Release(b *Batch) error {
 	return nil
 }
 
-// planLocked assigns every idle batch its indices and queues it.
+// planLocked assigns every idle batch its indices and queues it: the next
+// positions in order, or on demand the wanted ones.
 func (l *Loader) planLocked() {
-	bs := int64(l.cfg.BatchSize)
-	for len(l.idle) > 0 && !l.exhausted {
-		b := l.idle[len(l.idle)-1]
-		l.idle = l.idle[:len(l.idle)-1]
-		if l.planEpoch != l.pos.Epoch || l.planOff != l.pos.Offset {
-			l.plan = l.dist.EpochFrom(l.pos.Epoch, l.pos.Offset)
-			l.planEpoch, l.planOff = l.pos.Epoch, l.pos.Offset
-			l.posEnd = l.batchesAt(l.pos)
+	for len(l.idle) > 0 {
+		if l.cfg.OnDemand {
+			if len(l.wants) == 0 {
+				return
+			}
+			k := l.wants[0]
+			l.wants = l.wants[1:]
+			p, _ := l.num.At(k) // Want checked it
+			l.planAt(p, k)
+			continue
 		}
-		start := l.pos.Batch * bs
-		n := min(bs, l.plan.Len()-start)
-		b.Indices = l.plan.Fill(b.idx[:n], start)
-		if l.pf != nil {
-			l.pf.Prefetch(b.Indices)
+		if l.exhausted {
+			return
 		}
-		b.Labels = b.labels[:n]
-		if b.params != nil {
-			b.Params = b.params[:n]
-		}
-		b.Data = b.Slot.Bytes()[:int(n)*l.outBytes]
-		b.Seq, b.Epoch, b.Index, b.Offset = l.seq, l.pos.Epoch, l.pos.Batch, l.pos.Offset
-		b.assigned, b.err = 0, nil
-		b.busyNs.Store(0)
-		b.pending.Store(int32(n))
+		l.planAt(l.pos, l.seq)
 		l.seq++
-		l.order[(l.ohead+l.olen)%len(l.order)] = b
-		l.olen++
 		l.advanceLocked()
-		l.pool.submit(b)
 	}
+}
+
+// planAt plans an idle batch at position p as stream sequence seq.
+func (l *Loader) planAt(p sampler.Position, seq int64) {
+	b := l.idle[len(l.idle)-1]
+	l.idle = l.idle[:len(l.idle)-1]
+	if l.planEpoch != p.Epoch || l.planOff != p.Offset {
+		l.plan = l.dist.EpochFrom(p.Epoch, p.Offset)
+		l.planEpoch, l.planOff = p.Epoch, p.Offset
+		l.posEnd = l.batchesAt(p)
+	}
+	bs := int64(l.cfg.BatchSize)
+	start := p.Batch * bs
+	n := min(bs, l.plan.Len()-start)
+	b.Indices = l.plan.Fill(b.idx[:n], start)
+	if l.pf != nil {
+		l.pf.Prefetch(b.Indices)
+	}
+	b.Labels = b.labels[:n]
+	if b.params != nil {
+		b.Params = b.params[:n]
+	}
+	b.Data = b.Slot.Bytes()[:int(n)*l.outBytes]
+	b.Seq, b.Epoch, b.Index, b.Offset = seq, p.Epoch, p.Batch, p.Offset
+	b.assigned, b.err = 0, nil
+	b.busyNs.Store(0)
+	b.pending.Store(int32(n))
+	l.order[(l.ohead+l.olen)%len(l.order)] = b
+	l.olen++
+	l.pool.submit(b)
 }
 
 func (l *Loader) advanceLocked() {

@@ -96,7 +96,7 @@ func (s *Server) validate(o *pb.Open) (*plan, error) {
 		BatchSize: bs, DropLastBatch: o.GetDropLastBatch(),
 		Start:    sampler.Position{Epoch: o.GetStartEpoch(), Batch: o.GetStartBatch(), Offset: o.GetStartOffset()},
 		InFlight: inFlight, WithParams: o.GetIncludeParams(),
-		OnError: s.opts.OnError, MaxSkips: s.opts.MaxSkips,
+		OnError: s.opts.OnError, MaxSkips: s.opts.MaxSkips, OnDemand: o.GetOnDemand(),
 	}
 	if shm {
 		// The client holds up to a window of slots; more let the workers
@@ -155,6 +155,7 @@ func header(p *plan, l *loader.Loader, tr transport) *pb.StreamHeader {
 		StartEpoch:      p.cfg.Start.Epoch,
 		StartBatch:      p.cfg.Start.Batch,
 		StartOffset:     p.cfg.Start.Offset,
+		OnDemand:        p.cfg.OnDemand,
 	}
 	for _, d := range out.Shape() {
 		h.SampleShape = append(h.SampleShape, int64(d))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -42,8 +43,10 @@ type session struct {
 	mu      sync.Mutex
 	closed  bool
 	window  []unacked // sent and not yet acknowledged, in no order; at most p.inFlight
+	wanted  map[uint64]struct{} // on demand: numbers wanted and not yet acked
 	credit  chan struct{}
 	recvErr chan error
+	recvEnd chan struct{} // closed when receive stops
 
 	sent int64
 	next sampler.Position // resume point: the batch after the last one sent
@@ -60,7 +63,11 @@ func newSession(srv *Server, st pb.Loader_StreamServer, p *plan, pool *pinned.Po
 	ss := &session{srv: srv, st: st, l: l, p: p, m: m,
 		stat:   srv.live.open(p.ds.Name, client, p.cfg.Rank, p.cfg.World, p.inFlight, transportName(p.shm)),
 		slots:  &streamSlots{pool: pool, cache: srv.slots, m: srv.metrics},
-		window: make([]unacked, 0, p.inFlight), credit: make(chan struct{}, p.inFlight), recvErr: make(chan error, 1)}
+		window: make([]unacked, 0, p.inFlight), credit: make(chan struct{}, p.inFlight), recvErr: make(chan error, 1),
+		recvEnd: make(chan struct{})}
+	if p.cfg.OnDemand {
+		ss.wanted = make(map[uint64]struct{}, p.inFlight)
+	}
 	ss.slots.refs.Store(1)
 	if p.shm {
 		if srv.opts.FdSocket != "" {
@@ -120,17 +127,29 @@ func (ss *session) end() {
 	ss.slots.drop()
 }
 
-// receive reads acks until the stream ends.
+// receive reads acks, and on demand wants, until the stream ends.
 func (ss *session) receive() {
+	defer close(ss.recvEnd)
 	for {
 		msg, err := ss.st.Recv()
 		if err != nil {
 			ss.recvErr <- err
 			return
 		}
+		if w := msg.GetWant(); w != nil {
+			if err := ss.want(w.GetBatches()); err != nil {
+				ss.recvErr <- err
+				return
+			}
+			continue
+		}
 		ack := msg.GetAck()
 		if ack == nil {
-			ss.recvErr <- status.Error(codes.InvalidArgument, "loaderd: Open sent twice on one stream")
+			what := "an empty message"
+			if msg.GetOpen() != nil {
+				what = "a second Open"
+			}
+			ss.recvErr <- status.Errorf(codes.InvalidArgument, "loaderd: %s on a stream; after its Open a client sends only Acks and Wants", what)
 			return
 		}
 		seqs, waits := ack.GetSeqs(), ack.GetWaitNs()
@@ -149,6 +168,33 @@ func (ss *session) receive() {
 			}
 		}
 	}
+}
+
+// want passes wanted batch numbers to an on-demand loader, holding the
+// client to its window: at most p.inFlight wanted and not acked, none
+// wanted twice while it is.
+func (ss *session) want(nums []uint64) error {
+	if !ss.p.cfg.OnDemand {
+		return status.Error(codes.InvalidArgument, "loaderd: Want on a stream not opened on demand (Open.on_demand)")
+	}
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if len(ss.wanted)+len(nums) > ss.p.inFlight {
+		return status.Errorf(codes.InvalidArgument, "loaderd: Want of %d batches with %d wanted and not acked: over the window of %d", len(nums), len(ss.wanted), ss.p.inFlight)
+	}
+	for _, k := range nums {
+		if _, dup := ss.wanted[k]; dup {
+			return status.Errorf(codes.InvalidArgument, "loaderd: batch %d wanted again before its ack", k)
+		}
+		if k > math.MaxInt64 {
+			return status.Errorf(codes.InvalidArgument, "loaderd: batch number %d is past the stream's end", k)
+		}
+		if err := ss.l.Want(int64(k)); err != nil {
+			return status.Errorf(codes.InvalidArgument, "%v", err)
+		}
+		ss.wanted[k] = struct{}{}
+	}
+	return nil
 }
 
 // track puts a batch about to be sent into the window: before the send,
@@ -184,6 +230,7 @@ func (ss *session) ack(seq uint64) (taken bool, err error) {
 		return false, status.Errorf(codes.InvalidArgument, "loaderd: ack of batch %d, which is not awaiting one", seq)
 	}
 	b := ss.window[i].b
+	delete(ss.wanted, seq)
 	last := len(ss.window) - 1
 	ss.window[i] = ss.window[last]
 	ss.window = ss.window[:last]
@@ -201,6 +248,18 @@ func (ss *session) ack(seq uint64) (taken bool, err error) {
 // run streams batches until the loader ends, the client goes, or the
 // server stops.
 func (ss *session) run(ctx context.Context) error {
+	// The loader's Next waits for batches, on demand for wants too: once
+	// receive stops (the client half-closed, or broke the protocol) no
+	// more will come, so it ends that wait.
+	nctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-ss.recvEnd:
+			cancel()
+		case <-nctx.Done():
+		}
+	}()
 	for {
 		if err := ss.wait(ctx); err == errClientDone {
 			return nil
@@ -208,10 +267,18 @@ func (ss *session) run(ctx context.Context) error {
 			return err
 		}
 		t0 := time.Now()
-		b, err := ss.l.Next(ctx)
+		b, err := ss.l.Next(nctx)
 		if err == io.EOF {
 			ss.credit <- struct{}{} // the token taken for a batch that never came
 			return ss.drain(ctx)
+		}
+		if err != nil && ctx.Err() == nil && nctx.Err() != nil {
+			err = <-ss.recvErr
+			ss.recvErr <- err
+			if err == io.EOF {
+				return nil
+			}
+			return err
 		}
 		if err != nil {
 			return ss.fail(ctx, err)

@@ -74,8 +74,8 @@ class LoaderServicer(object):
     Ack of a seq that was never sent or is already
     acked, or a Want on a stream that is not on
     demand, of a batch number past the stream's end,
-    of one already wanted, or of more than
-    max_in_flight batches not yet acked. Every
+    of one wanted and not yet acked, or of more
+    than max_in_flight batches not yet acked. Every
     problem of an Open is named at once.
     NOT_FOUND           Open.dataset is not registered.
     RESOURCE_EXHAUSTED  the daemon serves as many streams as it allows,
