@@ -44,6 +44,7 @@ type StreamConfig struct {
 	Name          string
 	Reconnects    int           // times the stream may resume after the daemon goes away; default 5
 	ReconnectWait time.Duration // how long one resume keeps trying to reach the daemon; default 10 s
+	Pool          PoolConfig    // for a Client dialled to a pool of daemons
 }
 
 // DefaultPrefetch is the ring a stream keeps ahead of its caller, and its
@@ -79,6 +80,8 @@ type Batch struct {
 	serverSeq uint64
 	held      bool
 	wait      time.Duration // how long Next blocked for it; sent on its ack
+	m         *member       // of a pool: the daemon that made it
+	mgen      int           // and its stream, which the ack goes to
 }
 
 // Release acknowledges the batch: its buffer returns to the ring and the
@@ -125,17 +128,38 @@ type Stream struct {
 	next  sampler.Position // first batch not yet received
 	mu    sync.Mutex
 	stats Stats
+
+	pool *poolState // set on a stream over a pool of daemons
 }
 
 // Open starts a stream and waits for its header. SharedMemory is refused
 // (an error matching errors.ErrUnsupported) where pinned.SharedSupported is
 // false: outside Linux.
+//
+// On a Client dialled to a pool, Open asks every daemon for the stream at
+// once and fails, naming them, if those that answer serve different
+// datasets (by Dataset.fingerprint) or shapes; it needs one daemon to
+// answer. The stream then wants each batch by number of one daemon, more
+// of the faster ones, a window (PoolConfig.Window) of each at most; puts
+// them back in order; and acks each to the daemon that made it. A daemon
+// that fails or stays silent (PoolConfig.FailoverAfter) is dropped and
+// what it owed is asked of the others; it is tried again, and takes work
+// when it answers. The caller receives the same batches, byte for byte,
+// as from one daemon, none missing and none twice. With every daemon gone
+// the stream waits for one to come back (PoolConfig.OnEvent is told), so
+// callers that want to give up pass Next a context with a deadline.
 func (c *Client) Open(ctx context.Context, cfg StreamConfig) (*Stream, error) {
 	if cfg.SharedMemory && !pinned.SharedSupported {
 		return nil, fmt.Errorf("client: shared memory not supported on %s (use the inline transport): %w", runtime.GOOS, errors.ErrUnsupported)
 	}
 	if cfg.Prefetch == 0 {
 		cfg.Prefetch = DefaultPrefetch
+	}
+	if cfg.World == 0 {
+		cfg.World = 1
+	}
+	if c.pool != nil {
+		return c.openPool(ctx, cfg)
 	}
 	if cfg.Reconnects == 0 {
 		cfg.Reconnects = 5
@@ -221,7 +245,8 @@ func (s *Stream) connect(ctx context.Context, resume bool) error {
 		err = gs.Send(&pb.StreamRequest{Msg: &pb.StreamRequest_Open{Open: s.open(s.next)}})
 	}
 	var r wire.Decoder // no Batch: a batch before the header fails
-	if err == nil {
+	// Send's io.EOF is the daemon ending the stream: RecvMsg says why.
+	if err == nil || err == io.EOF {
 		err = gs.RecvMsg(&r)
 		if err == nil && r.Header == nil {
 			err = errors.New("client: stream did not start with a header")
@@ -372,6 +397,25 @@ func (s *Stream) accept(b *Batch) error {
 	if b.Data == nil {
 		return fmt.Errorf("client: batch %d carries no tensor", w.Seq)
 	}
+	b.fill()
+	b.serverSeq, b.Seq, b.gen, b.held = w.Seq, s.seq, s.gen, true
+	s.seq++
+	if b.Offset = 0; b.Epoch == s.next.Epoch {
+		b.Offset = s.next.Offset
+	}
+	next := s.after(b.Position(), s.header)
+	s.mu.Lock()
+	s.next = next
+	s.stats.Batches++
+	s.stats.Images += int64(len(b.Indices))
+	s.stats.Bytes += int64(len(b.Data))
+	s.mu.Unlock()
+	return nil
+}
+
+// fill sets b's fields from what the decoder wrote (b.w), but Data.
+func (b *Batch) fill() {
+	w := &b.w
 	b.Epoch, b.Index, b.Indices, b.Labels = w.Epoch, w.Index, w.Indices, w.Labels
 	b.DType, b.Layout = sample.DType(w.DType), sample.Layout(w.Layout)
 	b.Shape = b.Shape[:0]
@@ -390,19 +434,6 @@ func (s *Stream) accept(b *Batch) error {
 				Box: sample.Box{X: p.Left[i], Y: p.Top[i], W: p.Width[i], H: p.Height[i]}})
 		}
 	}
-	b.serverSeq, b.Seq, b.gen, b.held = w.Seq, s.seq, s.gen, true
-	s.seq++
-	if b.Offset = 0; b.Epoch == s.next.Epoch {
-		b.Offset = s.next.Offset
-	}
-	next := s.after(b.Position(), s.header)
-	s.mu.Lock()
-	s.next = next
-	s.stats.Batches++
-	s.stats.Images += int64(len(b.Indices))
-	s.stats.Bytes += int64(len(b.Data))
-	s.mu.Unlock()
-	return nil
 }
 
 // resumable reconnects after the daemon went away, at the first batch not
@@ -473,6 +504,9 @@ func (s *Stream) Next(ctx context.Context) (*Batch, error) {
 		return nil, fmt.Errorf("client: stream closed: %w", err)
 	}
 	b.wait = wait
+	if s.pool != nil {
+		s.pool.lastWait.Store(int64(wait))
+	}
 	return b, nil
 }
 
@@ -484,6 +518,11 @@ func (s *Stream) release(b *Batch) error {
 	}
 	b.held = false
 	var err error
+	if s.pool != nil { // acked on arrival
+		s.sendMu.Unlock()
+		s.free <- b
+		return nil
+	}
 	if b.gen == s.gen {
 		a := s.ack.GetAck()
 		s.ackSeqs = append(s.ackSeqs[:0], b.serverSeq)
@@ -526,6 +565,17 @@ func (s *Stream) Close() error {
 	s.sendMu.Unlock()
 	if s.ready != nil {
 		<-s.done
+	}
+	if p := s.pool; p != nil {
+		// The scheduler has stopped: its daemons' streams and connections
+		// end here, and then their receivers let go of the ring's buffers.
+		for _, m := range p.members {
+			if m.up {
+				m.cancel()
+				m.conn.Close()
+			}
+		}
+		p.recv.Wait()
 	}
 	var errs []error
 	for _, r := range s.regions {

@@ -149,6 +149,9 @@ func (d *Daemon) Kill() {
 	<-d.done
 }
 
+// Signal sends sig to the daemon: SIGSTOP and SIGCONT play a hung daemon.
+func (d *Daemon) Signal(sig os.Signal) error { return d.cmd.Process.Signal(sig) }
+
 // Log returns what the daemon has written to stdout and stderr so far.
 func (d *Daemon) Log() string { return d.out.String() }
 

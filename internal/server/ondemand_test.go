@@ -94,7 +94,7 @@ func TestOnDemandRefusals(t *testing.T) {
 		msg      string
 	}{
 		{"plain", false, [][]uint64{{0}}, "not opened on demand"},
-		{"window", true, [][]uint64{{0, 1}, {2, 3}}, "over the window of 3"},
+		{"window", true, [][]uint64{{0, 1, 2, 3}}, "over the window of 3"},
 		{"twice", true, [][]uint64{{1}, {1}}, "wanted again"},
 		{"past-end", true, [][]uint64{{13}}, "past the stream's 13 batches"},
 	} {

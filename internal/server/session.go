@@ -44,6 +44,7 @@ type session struct {
 	closed  bool
 	window  []unacked // sent and not yet acknowledged, in no order; at most p.inFlight
 	wanted  map[uint64]struct{} // on demand: numbers wanted and not yet acked
+	unsent  int                 // on demand: numbers wanted and not yet sent
 	credit  chan struct{}
 	recvErr chan error
 	recvEnd chan struct{} // closed when receive stops
@@ -171,16 +172,16 @@ func (ss *session) receive() {
 }
 
 // want passes wanted batch numbers to an on-demand loader, holding the
-// client to its window: at most p.inFlight wanted and not acked, none
-// wanted twice while it is.
+// client to its window: at most p.inFlight wanted and not yet sent (the
+// sent ones the credit bounds), none wanted twice before its ack.
 func (ss *session) want(nums []uint64) error {
 	if !ss.p.cfg.OnDemand {
 		return status.Error(codes.InvalidArgument, "loaderd: Want on a stream not opened on demand (Open.on_demand)")
 	}
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
-	if len(ss.wanted)+len(nums) > ss.p.inFlight {
-		return status.Errorf(codes.InvalidArgument, "loaderd: Want of %d batches with %d wanted and not acked: over the window of %d", len(nums), len(ss.wanted), ss.p.inFlight)
+	if ss.unsent+len(nums) > ss.p.inFlight {
+		return status.Errorf(codes.InvalidArgument, "loaderd: Want of %d batches with %d wanted and not yet sent: over the window of %d", len(nums), ss.unsent, ss.p.inFlight)
 	}
 	for _, k := range nums {
 		if _, dup := ss.wanted[k]; dup {
@@ -193,6 +194,7 @@ func (ss *session) want(nums []uint64) error {
 			return status.Errorf(codes.InvalidArgument, "%v", err)
 		}
 		ss.wanted[k] = struct{}{}
+		ss.unsent++
 	}
 	return nil
 }
@@ -207,6 +209,9 @@ func (ss *session) track(seq uint64, b *loader.Batch, held bool) {
 		ss.slots.retain()
 	}
 	ss.mu.Lock()
+	if ss.wanted != nil {
+		ss.unsent--
+	}
 	ss.window = append(ss.window, e)
 	ss.stat.window.Inc() // under mu: end's reset comes after
 	ss.mu.Unlock()

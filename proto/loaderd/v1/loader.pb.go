@@ -584,7 +584,9 @@ func (*StreamRequest_Want) isStreamRequest_Msg() {}
 // counting from 0 at the header's start position (start_epoch, start_batch),
 // across epochs. The daemon sends them in the order named; each Batch
 // carries its number as seq, and is acked by it. A client may name at most
-// max_in_flight batches it has not acked, and none twice before its ack.
+// max_in_flight batches the daemon has not yet sent (those sent and not
+// acked count against the window as on any stream), and none twice before
+// its ack.
 type Want struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Batch numbers, 0 <= number < the stream's batch count (unbounded for

@@ -75,7 +75,7 @@ class LoaderServicer(object):
     acked, or a Want on a stream that is not on
     demand, of a batch number past the stream's end,
     of one wanted and not yet acked, or of more
-    than max_in_flight batches not yet acked. Every
+    than max_in_flight batches not yet sent. Every
     problem of an Open is named at once.
     NOT_FOUND           Open.dataset is not registered.
     RESOURCE_EXHAUSTED  the daemon serves as many streams as it allows,
