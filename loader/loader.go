@@ -101,7 +101,7 @@ type Loader struct {
 	num       sampler.Numbering // batch numbers, for OnDemand
 	wants     []int64           // OnDemand: numbers wanted and not yet planned, in order
 	err       error             // sticky: the first failure, or ErrClosed
-	order     []*Batch // planned, not yet delivered, in stream order (ring)
+	order     []*Batch          // planned, not yet delivered, in stream order (ring)
 	ohead     int
 	olen      int
 	idle      []*Batch

@@ -42,7 +42,7 @@ type session struct {
 
 	mu      sync.Mutex
 	closed  bool
-	window  []unacked // sent and not yet acknowledged, in no order; at most p.inFlight
+	window  []unacked           // sent and not yet acknowledged, in no order; at most p.inFlight
 	wanted  map[uint64]struct{} // on demand: numbers wanted and not yet acked
 	unsent  int                 // on demand: numbers wanted and not yet sent
 	credit  chan struct{}
