@@ -12,8 +12,9 @@
 // them with loader/imagedec. This package imports none of them.
 //
 // Besides Source, a source may implement optional interfaces: Namer,
-// Labeler, SizedSource (images of varying size), ShardOrderer, Prefetcher
-// and DecoderNamer. Which of them it really has is its capability set,
+// Labeler, SizedSource (images of varying size), ShardOrderer, Prefetcher,
+// DecoderNamer and Digester (what Fingerprint hashes beyond names and
+// labels). Which of them it really has is its capability set,
 // Caps(src), a Cap of CapNamer, CapLabeler, CapSized, …; As[T](src)
 // returns it as one of them when it has that capability. A source that
 // wraps another (a Split part, a decoded cache of loader/cache) embeds a

@@ -2,6 +2,7 @@ package loader
 
 import (
 	"fmt"
+	"hash"
 	"sort"
 	"strconv"
 	"strings"
@@ -46,6 +47,20 @@ type Namer interface {
 	// ("data_batch_2.bin#4999"). Name reads nothing, is cheap and is safe
 	// for concurrent use.
 	Name(i int64) string
+}
+
+// Digester is implemented by sources that can describe their content
+// cheaply, without decoding it, for Fingerprint: so that the clients of a
+// pool of daemons can check every daemon serves the same bytes.
+type Digester interface {
+	// Digest writes into h what identifies the source's content beyond
+	// what Fingerprint hashes itself (Len, Spec, Classes, names, labels):
+	// its files' sizes and indexes, a hash of small files, the options
+	// that change its pixels. It must not depend on where the files are
+	// (two copies of a dataset on two hosts digest the same), must cost
+	// far less than reading the data, and encodes what it writes
+	// unambiguously (DigestString, DigestInt).
+	Digest(h hash.Hash) error
 }
 
 // Opener opens a source from the PATH[?OPTIONS] part of FORMAT:PATH,

@@ -3,6 +3,7 @@ package loader
 import (
 	"errors"
 	"fmt"
+	"hash"
 	"math"
 	"slices"
 	"sort"
@@ -46,7 +47,10 @@ type Labeler interface {
 // shard, its part's samples still consecutive indices, since the part
 // numbers its samples in the source's order); a part of a Prefetcher
 // prefetches the source's indices of its own. Label works on every part,
-// through Sample where src is no Labeler.
+// through Sample where src is no Labeler. A part is a Digester whatever
+// src is (CapDigest besides src's capabilities): its Digest adds which
+// part it is to src's, so that the two parts, and other holdouts, never
+// share a Fingerprint.
 func Split(src Source, holdoutPerClass int, val bool) (Source, error) {
 	if holdoutPerClass < 0 {
 		return nil, fmt.Errorf("loader: split %s: holdout %d per class is negative: %w", src, holdoutPerClass, ErrSplit)
@@ -248,6 +252,22 @@ func (s *splitSource) shards(src *sampler.Shards) (*sampler.Shards, error) {
 		}
 	}
 	return sampler.NewShards(runs, src.Window())
+}
+
+// Caps returns the source's capabilities and CapDigest: the part digests
+// its holdout and part even where the source digests nothing.
+func (s *splitSource) Caps() Cap { return s.Wrapper.Caps() | CapDigest }
+
+// Digest implements Digester: the source's digest, then the holdout= and
+// part= that chose this part of it.
+func (s *splitSource) Digest(h hash.Hash) error {
+	if err := s.Wrapper.Digest(h); err != nil {
+		return err
+	}
+	DigestString(h, "split")
+	DigestString(h, s.hold)
+	DigestBool(h, s.val)
+	return nil
 }
 
 // ShardOrder implements ShardOrderer: the source's shard-shuffle order

@@ -1,6 +1,7 @@
 package loader
 
 import (
+	"hash"
 	"strconv"
 	"strings"
 
@@ -26,9 +27,10 @@ const (
 	CapShardOrder                 // ShardOrderer
 	CapPrefetch                   // Prefetcher
 	CapDecoder                    // DecoderNamer
+	CapDigest                     // Digester
 )
 
-var capNames = [...]string{"namer", "labeler", "sized", "shard-order", "prefetch", "decoder"}
+var capNames = [...]string{"namer", "labeler", "sized", "shard-order", "prefetch", "decoder", "digest"}
 
 // Has reports whether c holds every capability of x.
 func (c Cap) Has(x Cap) bool { return c&x == x }
@@ -89,6 +91,9 @@ func Caps(src Source) Cap {
 	if _, ok := src.(DecoderNamer); ok {
 		c |= CapDecoder
 	}
+	if _, ok := src.(Digester); ok {
+		c |= CapDigest
+	}
 	return c
 }
 
@@ -111,13 +116,16 @@ func capOf[T any]() Cap {
 		return CapPrefetch
 	case *DecoderNamer:
 		return CapDecoder
+	case *Digester:
+		return CapDigest
 	}
 	return 0
 }
 
 // As returns src as the optional interface T (Namer, Labeler,
-// SizedSource, ShardOrderer, Prefetcher, DecoderNamer) when src has that
-// capability (see Caps). Ask with As, not with a type assertion: a
+// SizedSource, ShardOrderer, Prefetcher, DecoderNamer, Digester) when
+// src has that capability (see Caps). Ask with As, not with a type
+// assertion: a
 // Wrapper has every method of every optional interface, and only its
 // capabilities say which of them its source really has. For a T that is
 // no capability, As is the type assertion.
@@ -153,7 +161,8 @@ func As[T any](src Source) (T, bool) {
 // a caller that checked the capabilities would have done itself: Name
 // names the sample as SOURCE#INDEX, Label reads it through Sample,
 // MaxPixels is the Spec's H·W, SampleSized reads the whole image through
-// Sample, ShardOrder is nil, Prefetch does nothing and Decoder is "".
+// Sample, ShardOrder is nil, Prefetch does nothing, Decoder is "" and
+// Digest writes nothing.
 // An overriding method reaches the wrapped source's through the embedded
 // field: w.Wrapper.SampleSized(j, scratch, want).
 //
@@ -172,6 +181,7 @@ type Wrapper struct {
 	orderer ShardOrderer
 	pf      Prefetcher
 	dec     DecoderNamer
+	dig     Digester
 }
 
 // Wrap returns the Wrapper of src, for a wrapper type to embed.
@@ -186,6 +196,7 @@ func Wrap(src Source) Wrapper {
 	w.orderer, _ = src.(ShardOrderer)
 	w.pf, _ = src.(Prefetcher)
 	w.dec, _ = src.(DecoderNamer)
+	w.dig, _ = src.(Digester)
 	return w
 }
 
@@ -283,6 +294,14 @@ func (w *Wrapper) Decoder() string {
 	return ""
 }
 
+// Digest implements Digester: the wrapped source's digest, or nothing.
+func (w *Wrapper) Digest(h hash.Hash) error {
+	if w.dig != nil {
+		return w.dig.Digest(h)
+	}
+	return nil
+}
+
 var (
 	_ SizedSource  = (*Wrapper)(nil)
 	_ Namer        = (*Wrapper)(nil)
@@ -290,4 +309,5 @@ var (
 	_ ShardOrderer = (*Wrapper)(nil)
 	_ Prefetcher   = (*Wrapper)(nil)
 	_ DecoderNamer = (*Wrapper)(nil)
+	_ Digester     = (*Wrapper)(nil)
 )

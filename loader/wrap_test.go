@@ -61,9 +61,9 @@ func TestWrapperPassesThrough(t *testing.T) {
 }
 
 // TestSplitCaps: both parts of a Split have exactly their source's
-// capabilities, each through the part's map to the source's indices: a
-// part of a source that is no Namer (no SizedSource, …) does not claim to
-// be one.
+// capabilities, each through the part's map to the source's indices, and
+// CapDigest (a part digests which part it is): a part of a source that is
+// no Namer (no SizedSource, …) does not claim to be one.
 func TestSplitCaps(t *testing.T) {
 	for _, c := range loadertest.CapCases() {
 		for _, val := range []bool{false, true} {
@@ -73,7 +73,7 @@ func TestSplitCaps(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				loadertest.CheckWrapped(t, part, f, c.Want, origin(part))
+				loadertest.CheckWrapped(t, part, f, c.Want|loader.CapDigest, origin(part))
 				// A split of a split is one more wrapper of the same kind.
 				inner, err := loader.Split(part, 1, val)
 				if err != nil {
@@ -81,7 +81,7 @@ func TestSplitCaps(t *testing.T) {
 				}
 				o := origin(part)
 				o2 := origin(inner)
-				loadertest.CheckWrapped(t, inner, f, c.Want, func(i int64) int64 { return o(o2(i)) })
+				loadertest.CheckWrapped(t, inner, f, c.Want|loader.CapDigest, func(i int64) int64 { return o(o2(i)) })
 				if inner.Close(); !f.Closed() {
 					t.Error("closing the part does not close the source")
 				}
@@ -99,13 +99,13 @@ type masked struct {
 func (m *masked) Caps() loader.Cap { return m.caps }
 
 // TestSplitEveryCapSet: a part has whatever set of capabilities its
-// source declares, all 64 of them.
+// source declares, all 128 of them, and CapDigest.
 func TestSplitEveryCapSet(t *testing.T) {
 	cases := map[string]loadertest.CapCase{}
 	for _, c := range loadertest.CapCases() {
 		cases[c.Name] = c
 	}
-	all := loader.CapNamer | loader.CapLabeler | loader.CapSized | loader.CapShardOrder | loader.CapPrefetch | loader.CapDecoder
+	all := loader.CapNamer | loader.CapLabeler | loader.CapSized | loader.CapShardOrder | loader.CapPrefetch | loader.CapDecoder | loader.CapDigest
 	for caps := range all + 1 {
 		// A source of images of varying size without CapSized could not
 		// be split (nor streamed): keep the sizes fixed without it.
@@ -119,7 +119,7 @@ func TestSplitEveryCapSet(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Run(caps.String(), func(t *testing.T) {
-			loadertest.CheckWrapped(t, part, f, caps, origin(part))
+			loadertest.CheckWrapped(t, part, f, caps|loader.CapDigest, origin(part))
 		})
 		part.Close()
 	}

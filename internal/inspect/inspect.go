@@ -59,6 +59,10 @@ type Report struct {
 	SampleBytes int64  // one decoded sample; 0 for images of varying size
 	FileBytes   int64  // the dataset's files on disk; 0 when it has none
 	Decoder     string // the JPEG decoder of an encoded-image source, "" for others
+	// Fingerprint is loader.Fingerprint's, what the daemon serves in
+	// ListDatasets: an operator compares two hosts' by eye. Empty when it
+	// failed, FingerprintErr then saying why.
+	Fingerprint, FingerprintErr string
 	// Varying is set for images of varying size (size=any: Spec is
 	// 0×0×C); Sizes then spreads the sizes of SizeSamples samples, or of
 	// every sample with Verify.
@@ -94,6 +98,9 @@ func Run(ctx context.Context, o Options) (Report, error) {
 		FileBytes: diskBytes(o.Source)}
 	if d, ok := loader.As[loader.DecoderNamer](src); ok {
 		r.Decoder = d.Decoder()
+	}
+	if r.Fingerprint, err = loader.Fingerprint(src); err != nil {
+		r.FingerprintErr = err.Error() // a report of a broken dataset is still worth its counts
 	}
 	if err := r.countClasses(ctx, src); err != nil {
 		return r, err
@@ -284,6 +291,11 @@ func diskBytes(spec string) int64 {
 func (r Report) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "source   %s\n", r.Source)
+	if r.Fingerprint != "" {
+		fmt.Fprintf(&b, "fingerprint %s\n", r.Fingerprint)
+	} else if r.FingerprintErr != "" {
+		fmt.Fprintf(&b, "fingerprint none: %s\n", r.FingerprintErr)
+	}
 	if r.Varying {
 		r.sizesString(&b)
 	} else {

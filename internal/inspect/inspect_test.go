@@ -176,6 +176,7 @@ func ExampleRun() {
 	fmt.Print(r)
 	// Output:
 	// source   synthetic:1000
+	// fingerprint v1:640e1825584dc191b6ac3b2f0a62262b89b2258c68da1c32008fb98a486b259f
 	// samples  1000 of hwc[32 32 3]/u8, 3072 bytes each (2.9 MiB decoded)
 	// classes  10
 	//      0  class0  99
@@ -210,6 +211,29 @@ func TestContactSheetCHW(t *testing.T) {
 					t.Fatalf("pixel (%d,%d) channel %d: %d, want %d", x, y, c, got[c], chw[c*1024+y*32+x])
 				}
 			}
+		}
+	}
+}
+
+// TestInspectFingerprint: the report carries and prints the fingerprint
+// the daemon serves for the same FORMAT:PATH, its cache option aside.
+func TestInspectFingerprint(t *testing.T) {
+	for _, spec := range []string{"synthetic:64?seed=3", "folder:" + fixtures + "folder", "folder:" + fixtures + "folder?holdout=1&part=val"} {
+		src, err := loader.Open(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := loader.Fingerprint(src)
+		src.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := Run(context.Background(), Options{Source: spec + map[bool]string{false: "?", true: "&"}[strings.Contains(spec, "?")] + "cache=decoded"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Fingerprint != want || !strings.Contains(r.String(), "fingerprint "+want+"\n") {
+			t.Errorf("%s: fingerprint %q, want %q; report:\n%s", spec, r.Fingerprint, want, r)
 		}
 	}
 }

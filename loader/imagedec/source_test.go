@@ -302,11 +302,12 @@ func TestSourceFixed(t *testing.T) {
 }
 
 // TestSourceCaps: a Source has exactly the capabilities it honours —
-// Namer, Labeler and DecoderNamer, and CapSized with size=any only — and
+// Namer, Labeler, DecoderNamer and Digester, and CapSized with size=any
+// only — and
 // a format embedding it adds its own (tar's shard order and prefetching).
 func TestSourceCaps(t *testing.T) {
 	jpg := loadertest.Fixture(t, "img/rgb.jpg")
-	base := loader.CapNamer | loader.CapLabeler | loader.CapDecoder
+	base := loader.CapNamer | loader.CapLabeler | loader.CapDecoder | loader.CapDigest
 	for _, c := range []struct {
 		name    string
 		anySize bool

@@ -38,6 +38,8 @@ type source struct {
 	null    []bool  // image i is null; nil when none is
 	labels  []int32 // -1 when null or out of range
 	classes []string
+
+	fileDigests []fileDigest // per file, for DigestRecords
 }
 
 // open reads the files named by spec, "PATH[?OPTIONS]".
@@ -86,7 +88,11 @@ func (p *source) read(name, imageCol, labelCol string) error {
 		return err
 	}
 	defer mmap.Unmap(data)
-	return p.readData(data, imageCol, labelCol)
+	if err := p.readData(data, imageCol, labelCol); err != nil {
+		return err
+	}
+	p.fileDigests = append(p.fileDigests, digestFile(name, data))
+	return nil
 }
 
 // readData reads a whole parquet file held in data. The parquet reader may

@@ -73,7 +73,7 @@ func (t *source) openRemote(o *options.Options, mode string) ([][]tarMember, err
 	how := make([]string, n)
 	t.shards = make([]tarShard, n)
 	for k, ob := range set.Objects {
-		t.shards[k] = tarShard{path: ob.URL(), rem: &remoteShard{etag: ob.ETag}}
+		t.shards[k] = tarShard{path: ob.URL(), rem: &remoteShard{etag: ob.ETag}, size: ob.Size}
 	}
 	g, ctx := errgroup.WithContext(t.ctx)
 	g.SetLimit(16)

@@ -46,6 +46,7 @@ type tarShard struct {
 	path string
 	data []byte       // the whole archive, mapped (a local file); nil for a remote shard
 	rem  *remoteShard // an s3:// shard
+	size int64        // the archive's bytes, kept after Close for DigestRecords
 }
 
 type tarSample struct {
@@ -145,7 +146,7 @@ func (t *source) openLocal(o *options.Options) ([][]tarMember, error) {
 		if err != nil {
 			return nil, &loader.RecordError{File: name, Record: -1, Err: err}
 		}
-		t.shards = append(t.shards, tarShard{path: name, data: data})
+		t.shards = append(t.shards, tarShard{path: name, data: data, size: int64(len(data))})
 		if members[k], err = indexTar(bytes.NewReader(data), int64(len(data)), false); err != nil {
 			return nil, &loader.RecordError{File: name, Record: -1, Err: err}
 		}

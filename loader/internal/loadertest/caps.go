@@ -1,7 +1,9 @@
 package loadertest
 
 import (
+	"crypto/sha256"
 	"fmt"
+	"hash"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -109,6 +111,12 @@ func (f *CapFake) Fetched() []int64 {
 // Decoder names the fake's decoder, "fake".
 func (f *CapFake) Decoder() string { return "fake" }
 
+// Digest writes the fake's digest, "capfake".
+func (f *CapFake) Digest(h hash.Hash) error {
+	loader.DigestString(h, "capfake")
+	return nil
+}
+
 // Decodes returns the calls of Sample and SampleSized so far.
 func (f *CapFake) Decodes() int64 { return f.decodes.Load() }
 
@@ -124,6 +132,7 @@ type (
 	sizedMix    struct{ f *CapFake }
 	shardMix    struct{ f *CapFake }
 	decoderMix  struct{ f *CapFake }
+	digestMix   struct{ f *CapFake }
 	plainSource struct{ base }
 	namedSource struct {
 		base
@@ -150,6 +159,10 @@ type (
 		base
 		decoderMix
 	}
+	digestSource struct {
+		base
+		digestMix
+	}
 	allSource struct {
 		base
 		namerMix
@@ -157,6 +170,7 @@ type (
 		sizedMix
 		shardMix
 		decoderMix
+		digestMix
 	}
 )
 
@@ -179,6 +193,7 @@ func (m sizedMix) SampleSized(i int64, scratch []byte, s loader.Scaler) (int32, 
 func (m shardMix) ShardOrder() *sampler.Shards { return m.f.ShardOrder() }
 func (m shardMix) Prefetch(indices []int64)    { m.f.Prefetch(indices) }
 func (m decoderMix) Decoder() string           { return m.f.Decoder() }
+func (m digestMix) Digest(h hash.Hash) error   { return m.f.Digest(h) }
 
 // CapCase is a source type with a known set of capabilities, for the
 // tests of wrappers (loader.Split, the decoded cache).
@@ -204,7 +219,7 @@ func CapCases() []CapCase {
 			return wrap(f), f
 		}
 	}
-	all := loader.CapNamer | loader.CapLabeler | loader.CapSized | loader.CapShardOrder | loader.CapPrefetch | loader.CapDecoder
+	all := loader.CapNamer | loader.CapLabeler | loader.CapSized | loader.CapShardOrder | loader.CapPrefetch | loader.CapDecoder | loader.CapDigest
 	return []CapCase{
 		{"none", 0, mk(false, func(f *CapFake) loader.Source { return plainSource{base{f}} })},
 		{"namer", loader.CapNamer, mk(false, func(f *CapFake) loader.Source { return namedSource{base{f}, namerMix{f}} })},
@@ -218,11 +233,12 @@ func CapCases() []CapCase {
 			return shardedSource{base{f}, shardMix{f}}
 		})},
 		{"decoder", loader.CapDecoder, mk(false, func(f *CapFake) loader.Source { return decoderSource{base{f}, decoderMix{f}} })},
+		{"digest", loader.CapDigest, mk(false, func(f *CapFake) loader.Source { return digestSource{base{f}, digestMix{f}} })},
 		{"all", all, mk(true, func(f *CapFake) loader.Source {
-			return allSource{base{f}, namerMix{f}, labelerMix{f}, sizedMix{f}, shardMix{f}, decoderMix{f}}
+			return allSource{base{f}, namerMix{f}, labelerMix{f}, sizedMix{f}, shardMix{f}, decoderMix{f}, digestMix{f}}
 		})},
 		{"all-fixed", all &^ loader.CapSized, mk(false, func(f *CapFake) loader.Source {
-			return allSource{base{f}, namerMix{f}, labelerMix{f}, sizedMix{f}, shardMix{f}, decoderMix{f}}
+			return allSource{base{f}, namerMix{f}, labelerMix{f}, sizedMix{f}, shardMix{f}, decoderMix{f}, digestMix{f}}
 		})},
 	}
 }
@@ -242,11 +258,12 @@ func CheckWrapped(t *testing.T, w loader.Source, f *CapFake, want loader.Cap, or
 	orderer, okO := loader.As[loader.ShardOrderer](w)
 	pf, okP := loader.As[loader.Prefetcher](w)
 	dec, okD := loader.As[loader.DecoderNamer](w)
+	dig, okG := loader.As[loader.Digester](w)
 	for _, c := range []struct {
 		cap loader.Cap
 		ok  bool
 	}{{loader.CapNamer, okN}, {loader.CapLabeler, okL}, {loader.CapSized, okS},
-		{loader.CapShardOrder, okO}, {loader.CapPrefetch, okP}, {loader.CapDecoder, okD}} {
+		{loader.CapShardOrder, okO}, {loader.CapPrefetch, okP}, {loader.CapDecoder, okD}, {loader.CapDigest, okG}} {
 		if c.ok != want.Has(c.cap) {
 			t.Errorf("As finds %v: %v, want %v", c.cap, c.ok, want.Has(c.cap))
 		}
@@ -298,5 +315,10 @@ func CheckWrapped(t *testing.T, w loader.Source, f *CapFake, want loader.Cap, or
 	}
 	if okD && dec.Decoder() != "fake" {
 		t.Errorf("Decoder = %q, want fake", dec.Decoder())
+	}
+	if okG {
+		if err := dig.Digest(sha256.New()); err != nil {
+			t.Errorf("Digest: %v", err)
+		}
 	}
 }
