@@ -697,6 +697,13 @@ type Open struct {
 	// Want); the header echoes it. A daemon that predates it leaves the echo
 	// false and streams in order, so a client must check the echo.
 	OnDemand bool `protobuf:"varint,20,opt,name=on_demand,json=onDemand,proto3" json:"on_demand,omitempty"`
+	// Send each batch as the uint8 pixels the spec's value ops (totensor,
+	// normalize, a float out=) start from, and leave those ops to the
+	// client: the header's value_table says what each byte of each channel
+	// becomes. A quarter of f32's bytes on the wire, and, applied by table,
+	// the same bits as the daemon would send. The header's dtype is then U8,
+	// and its value_dtype the type the table yields.
+	ValuesOnClient bool `protobuf:"varint,21,opt,name=values_on_client,json=valuesOnClient,proto3" json:"values_on_client,omitempty"`
 	// Elastic resume: how many entries of start_epoch's global order (the
 	// shuffled, unpadded list of dataset indices all ranks share) a run under
 	// another world size already consumed, 0 <= start_offset <= dataset size.
@@ -870,6 +877,13 @@ func (x *Open) GetClientName() string {
 func (x *Open) GetOnDemand() bool {
 	if x != nil {
 		return x.OnDemand
+	}
+	return false
+}
+
+func (x *Open) GetValuesOnClient() bool {
+	if x != nil {
+		return x.ValuesOnClient
 	}
 	return false
 }
@@ -1074,7 +1088,15 @@ type StreamHeader struct {
 	// Echo of Open.on_demand: true iff the daemon makes only wanted batches.
 	OnDemand bool `protobuf:"varint,16,opt,name=on_demand,json=onDemand,proto3" json:"on_demand,omitempty"`
 	// The dataset's fingerprint (Dataset.fingerprint).
-	Fingerprint   string `protobuf:"bytes,17,opt,name=fingerprint,proto3" json:"fingerprint,omitempty"`
+	Fingerprint string `protobuf:"bytes,17,opt,name=fingerprint,proto3" json:"fingerprint,omitempty"`
+	// Set iff Open.values_on_client: for each channel c of the output, 256
+	// elements of value_dtype, little-endian, back to back (channel 0's 256
+	// first): element v is what a pixel byte v of channel c becomes. A
+	// client applies it to each byte of the U8 batch, by the byte's channel
+	// (its plane under CHW, its position mod C under HWC).
+	ValueTable []byte `protobuf:"bytes,18,opt,name=value_table,json=valueTable,proto3" json:"value_table,omitempty"`
+	// The element type value_table yields: the spec's out= type.
+	ValueDtype    DType `protobuf:"varint,19,opt,name=value_dtype,json=valueDtype,proto3,enum=loaderd.v1.DType" json:"value_dtype,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1226,6 +1248,20 @@ func (x *StreamHeader) GetFingerprint() string {
 		return x.Fingerprint
 	}
 	return ""
+}
+
+func (x *StreamHeader) GetValueTable() []byte {
+	if x != nil {
+		return x.ValueTable
+	}
+	return nil
+}
+
+func (x *StreamHeader) GetValueDtype() DType {
+	if x != nil {
+		return x.ValueDtype
+	}
+	return DType_DTYPE_UNSPECIFIED
 }
 
 // ShmRegion is a shared-memory file the client maps once, read-only
@@ -1859,7 +1895,7 @@ const file_loaderd_v1_loader_proto_rawDesc = "" +
 	"\x04want\x18\x03 \x01(\v2\x10.loaderd.v1.WantH\x00R\x04wantB\x05\n" +
 	"\x03msg\" \n" +
 	"\x04Want\x12\x18\n" +
-	"\abatches\x18\x01 \x03(\x04R\abatches\"\x8b\x05\n" +
+	"\abatches\x18\x01 \x03(\x04R\abatches\"\xb5\x05\n" +
 	"\x04Open\x12\x18\n" +
 	"\adataset\x18\x01 \x01(\tR\adataset\x12\x12\n" +
 	"\x04rank\x18\x02 \x01(\x05R\x04rank\x12\x14\n" +
@@ -1885,7 +1921,8 @@ const file_loaderd_v1_loader_proto_rawDesc = "" +
 	"\x0einclude_params\x18\x11 \x01(\bR\rincludeParams\x12\x1f\n" +
 	"\vclient_name\x18\x12 \x01(\tR\n" +
 	"clientName\x12\x1b\n" +
-	"\ton_demand\x18\x14 \x01(\bR\bonDemand\x12!\n" +
+	"\ton_demand\x18\x14 \x01(\bR\bonDemand\x12(\n" +
+	"\x10values_on_client\x18\x15 \x01(\bR\x0evaluesOnClient\x12!\n" +
 	"\fstart_offset\x18\x13 \x01(\x03R\vstartOffset\"2\n" +
 	"\x03Ack\x12\x12\n" +
 	"\x04seqs\x18\x01 \x03(\x04R\x04seqs\x12\x17\n" +
@@ -1893,7 +1930,7 @@ const file_loaderd_v1_loader_proto_rawDesc = "" +
 	"\vStreamReply\x122\n" +
 	"\x06header\x18\x01 \x01(\v2\x18.loaderd.v1.StreamHeaderH\x00R\x06header\x12)\n" +
 	"\x05batch\x18\x02 \x01(\v2\x11.loaderd.v1.BatchH\x00R\x05batchB\x05\n" +
-	"\x03msg\"\x83\x05\n" +
+	"\x03msg\"\xd8\x05\n" +
 	"\fStreamHeader\x12!\n" +
 	"\fdataset_size\x18\x01 \x01(\x03R\vdatasetSize\x12*\n" +
 	"\x11samples_per_epoch\x18\x02 \x01(\x03R\x0fsamplesPerEpoch\x12*\n" +
@@ -1915,7 +1952,11 @@ const file_loaderd_v1_loader_proto_rawDesc = "" +
 	"startBatch\x12!\n" +
 	"\fstart_offset\x18\x0f \x01(\x03R\vstartOffset\x12\x1b\n" +
 	"\ton_demand\x18\x10 \x01(\bR\bonDemand\x12 \n" +
-	"\vfingerprint\x18\x11 \x01(\tR\vfingerprint\"\xba\x01\n" +
+	"\vfingerprint\x18\x11 \x01(\tR\vfingerprint\x12\x1f\n" +
+	"\vvalue_table\x18\x12 \x01(\fR\n" +
+	"valueTable\x122\n" +
+	"\vvalue_dtype\x18\x13 \x01(\x0e2\x11.loaderd.v1.DTypeR\n" +
+	"valueDtype\"\xba\x01\n" +
 	"\tShmRegion\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x12\n" +
 	"\x04size\x18\x02 \x01(\x03R\x04size\x12\x1b\n" +
@@ -2035,21 +2076,22 @@ var file_loaderd_v1_loader_proto_depIdxs = []int32{
 	1,  // 12: loaderd.v1.StreamHeader.layout:type_name -> loaderd.v1.Layout
 	2,  // 13: loaderd.v1.StreamHeader.transport:type_name -> loaderd.v1.Transport
 	13, // 14: loaderd.v1.StreamHeader.shm:type_name -> loaderd.v1.ShmRegion
-	0,  // 15: loaderd.v1.Batch.dtype:type_name -> loaderd.v1.DType
-	1,  // 16: loaderd.v1.Batch.layout:type_name -> loaderd.v1.Layout
-	15, // 17: loaderd.v1.Batch.shm:type_name -> loaderd.v1.ShmRef
-	16, // 18: loaderd.v1.Batch.params:type_name -> loaderd.v1.AugmentParams
-	3,  // 19: loaderd.v1.Loader.ListDatasets:input_type -> loaderd.v1.ListDatasetsRequest
-	7,  // 20: loaderd.v1.Loader.Stream:input_type -> loaderd.v1.StreamRequest
-	17, // 21: loaderd.v1.Loader.SampleNames:input_type -> loaderd.v1.SampleNamesRequest
-	4,  // 22: loaderd.v1.Loader.ListDatasets:output_type -> loaderd.v1.ListDatasetsResponse
-	11, // 23: loaderd.v1.Loader.Stream:output_type -> loaderd.v1.StreamReply
-	18, // 24: loaderd.v1.Loader.SampleNames:output_type -> loaderd.v1.SampleNamesResponse
-	22, // [22:25] is the sub-list for method output_type
-	19, // [19:22] is the sub-list for method input_type
-	19, // [19:19] is the sub-list for extension type_name
-	19, // [19:19] is the sub-list for extension extendee
-	0,  // [0:19] is the sub-list for field type_name
+	0,  // 15: loaderd.v1.StreamHeader.value_dtype:type_name -> loaderd.v1.DType
+	0,  // 16: loaderd.v1.Batch.dtype:type_name -> loaderd.v1.DType
+	1,  // 17: loaderd.v1.Batch.layout:type_name -> loaderd.v1.Layout
+	15, // 18: loaderd.v1.Batch.shm:type_name -> loaderd.v1.ShmRef
+	16, // 19: loaderd.v1.Batch.params:type_name -> loaderd.v1.AugmentParams
+	3,  // 20: loaderd.v1.Loader.ListDatasets:input_type -> loaderd.v1.ListDatasetsRequest
+	7,  // 21: loaderd.v1.Loader.Stream:input_type -> loaderd.v1.StreamRequest
+	17, // 22: loaderd.v1.Loader.SampleNames:input_type -> loaderd.v1.SampleNamesRequest
+	4,  // 23: loaderd.v1.Loader.ListDatasets:output_type -> loaderd.v1.ListDatasetsResponse
+	11, // 24: loaderd.v1.Loader.Stream:output_type -> loaderd.v1.StreamReply
+	18, // 25: loaderd.v1.Loader.SampleNames:output_type -> loaderd.v1.SampleNamesResponse
+	23, // [23:26] is the sub-list for method output_type
+	20, // [20:23] is the sub-list for method input_type
+	20, // [20:20] is the sub-list for extension type_name
+	20, // [20:20] is the sub-list for extension extendee
+	0,  // [0:20] is the sub-list for field type_name
 }
 
 func init() { file_loaderd_v1_loader_proto_init() }

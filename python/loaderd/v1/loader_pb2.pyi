@@ -106,7 +106,7 @@ class ListDatasetsResponse(_message.Message):
     def __init__(self, datasets: _Optional[_Iterable[_Union[Dataset, _Mapping]]] = ...) -> None: ...
 
 class Open(_message.Message):
-    __slots__ = ["augment", "batch_size", "client_name", "dataset", "drop_last", "drop_last_batch", "dtype", "epochs", "include_params", "layout", "max_in_flight", "no_shuffle", "on_demand", "rank", "seed", "start_batch", "start_epoch", "start_offset", "transport", "world"]
+    __slots__ = ["augment", "batch_size", "client_name", "dataset", "drop_last", "drop_last_batch", "dtype", "epochs", "include_params", "layout", "max_in_flight", "no_shuffle", "on_demand", "rank", "seed", "start_batch", "start_epoch", "start_offset", "transport", "values_on_client", "world"]
     AUGMENT_FIELD_NUMBER: _ClassVar[int]
     BATCH_SIZE_FIELD_NUMBER: _ClassVar[int]
     CLIENT_NAME_FIELD_NUMBER: _ClassVar[int]
@@ -126,6 +126,7 @@ class Open(_message.Message):
     START_EPOCH_FIELD_NUMBER: _ClassVar[int]
     START_OFFSET_FIELD_NUMBER: _ClassVar[int]
     TRANSPORT_FIELD_NUMBER: _ClassVar[int]
+    VALUES_ON_CLIENT_FIELD_NUMBER: _ClassVar[int]
     WORLD_FIELD_NUMBER: _ClassVar[int]
     augment: str
     batch_size: int
@@ -146,8 +147,9 @@ class Open(_message.Message):
     start_epoch: int
     start_offset: int
     transport: Transport
+    values_on_client: bool
     world: int
-    def __init__(self, dataset: _Optional[str] = ..., rank: _Optional[int] = ..., world: _Optional[int] = ..., batch_size: _Optional[int] = ..., seed: _Optional[int] = ..., no_shuffle: bool = ..., drop_last: bool = ..., drop_last_batch: bool = ..., start_epoch: _Optional[int] = ..., start_batch: _Optional[int] = ..., epochs: _Optional[int] = ..., augment: _Optional[str] = ..., dtype: _Optional[_Union[DType, str]] = ..., layout: _Optional[_Union[Layout, str]] = ..., transport: _Optional[_Union[Transport, str]] = ..., max_in_flight: _Optional[int] = ..., include_params: bool = ..., client_name: _Optional[str] = ..., on_demand: bool = ..., start_offset: _Optional[int] = ...) -> None: ...
+    def __init__(self, dataset: _Optional[str] = ..., rank: _Optional[int] = ..., world: _Optional[int] = ..., batch_size: _Optional[int] = ..., seed: _Optional[int] = ..., no_shuffle: bool = ..., drop_last: bool = ..., drop_last_batch: bool = ..., start_epoch: _Optional[int] = ..., start_batch: _Optional[int] = ..., epochs: _Optional[int] = ..., augment: _Optional[str] = ..., dtype: _Optional[_Union[DType, str]] = ..., layout: _Optional[_Union[Layout, str]] = ..., transport: _Optional[_Union[Transport, str]] = ..., max_in_flight: _Optional[int] = ..., include_params: bool = ..., client_name: _Optional[str] = ..., on_demand: bool = ..., values_on_client: bool = ..., start_offset: _Optional[int] = ...) -> None: ...
 
 class SampleNamesRequest(_message.Message):
     __slots__ = ["count", "dataset", "start"]
@@ -202,7 +204,7 @@ class ShmRegion(_message.Message):
     def __init__(self, path: _Optional[str] = ..., size: _Optional[int] = ..., slot_size: _Optional[int] = ..., slot_count: _Optional[int] = ..., locked: bool = ..., fd_socket: _Optional[str] = ..., token: _Optional[bytes] = ...) -> None: ...
 
 class StreamHeader(_message.Message):
-    __slots__ = ["augment", "batch_size", "batches_per_epoch", "dataset_size", "dtype", "fingerprint", "layout", "max_in_flight", "on_demand", "sample_bytes", "sample_shape", "samples_per_epoch", "shm", "start_batch", "start_epoch", "start_offset", "transport"]
+    __slots__ = ["augment", "batch_size", "batches_per_epoch", "dataset_size", "dtype", "fingerprint", "layout", "max_in_flight", "on_demand", "sample_bytes", "sample_shape", "samples_per_epoch", "shm", "start_batch", "start_epoch", "start_offset", "transport", "value_dtype", "value_table"]
     AUGMENT_FIELD_NUMBER: _ClassVar[int]
     BATCHES_PER_EPOCH_FIELD_NUMBER: _ClassVar[int]
     BATCH_SIZE_FIELD_NUMBER: _ClassVar[int]
@@ -220,6 +222,8 @@ class StreamHeader(_message.Message):
     START_EPOCH_FIELD_NUMBER: _ClassVar[int]
     START_OFFSET_FIELD_NUMBER: _ClassVar[int]
     TRANSPORT_FIELD_NUMBER: _ClassVar[int]
+    VALUE_DTYPE_FIELD_NUMBER: _ClassVar[int]
+    VALUE_TABLE_FIELD_NUMBER: _ClassVar[int]
     augment: str
     batch_size: int
     batches_per_epoch: int
@@ -237,7 +241,9 @@ class StreamHeader(_message.Message):
     start_epoch: int
     start_offset: int
     transport: Transport
-    def __init__(self, dataset_size: _Optional[int] = ..., samples_per_epoch: _Optional[int] = ..., batches_per_epoch: _Optional[int] = ..., batch_size: _Optional[int] = ..., dtype: _Optional[_Union[DType, str]] = ..., layout: _Optional[_Union[Layout, str]] = ..., sample_shape: _Optional[_Iterable[int]] = ..., sample_bytes: _Optional[int] = ..., augment: _Optional[str] = ..., transport: _Optional[_Union[Transport, str]] = ..., max_in_flight: _Optional[int] = ..., shm: _Optional[_Union[ShmRegion, _Mapping]] = ..., start_epoch: _Optional[int] = ..., start_batch: _Optional[int] = ..., start_offset: _Optional[int] = ..., on_demand: bool = ..., fingerprint: _Optional[str] = ...) -> None: ...
+    value_dtype: DType
+    value_table: bytes
+    def __init__(self, dataset_size: _Optional[int] = ..., samples_per_epoch: _Optional[int] = ..., batches_per_epoch: _Optional[int] = ..., batch_size: _Optional[int] = ..., dtype: _Optional[_Union[DType, str]] = ..., layout: _Optional[_Union[Layout, str]] = ..., sample_shape: _Optional[_Iterable[int]] = ..., sample_bytes: _Optional[int] = ..., augment: _Optional[str] = ..., transport: _Optional[_Union[Transport, str]] = ..., max_in_flight: _Optional[int] = ..., shm: _Optional[_Union[ShmRegion, _Mapping]] = ..., start_epoch: _Optional[int] = ..., start_batch: _Optional[int] = ..., start_offset: _Optional[int] = ..., on_demand: bool = ..., fingerprint: _Optional[str] = ..., value_table: _Optional[bytes] = ..., value_dtype: _Optional[_Union[DType, str]] = ...) -> None: ...
 
 class StreamReply(_message.Message):
     __slots__ = ["batch", "header"]
