@@ -160,6 +160,7 @@ func header(p *plan, l *loader.Loader, tr transport) *pb.StreamHeader {
 	for _, d := range out.Shape() {
 		h.SampleShape = append(h.SampleShape, int64(d))
 	}
+	h.Fingerprint = p.ds.fingerprintWait()
 	tr.describe(h)
 	return h
 }
