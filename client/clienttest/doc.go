@@ -3,7 +3,8 @@
 // net/http/httptest gives an HTTP server (a separate process serving on a
 // Unix socket in a temporary directory, stopped when the test ends); the
 // check that keeps a module's graph free of the daemon's dependencies
-// (ForbidModules); and the process's CPU time, for figures per image.
+// (ForbidModules); the process's CPU time, for figures per image; and
+// certificates made at run time for TLS tests (NewCA).
 //
 // The daemon is a separate binary, so a test that uses this package links
 // nothing of the daemon: the client's and the trainer's modules stay free

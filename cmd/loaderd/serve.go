@@ -30,6 +30,12 @@ func serveMain(ctx context.Context, args []string) error {
 	fs.Int64Var(&cfg.MaxSkips, "max-skips", 0, "with --on-error skip, fail a stream after this many skips (0: no bound)")
 	fs.StringVar(&cfg.CacheDir, "cache-dir", "", "local cache of s3:// shards, whole files, one daemon per directory (default $LOADERD_CACHE_DIR, else ~/.cache/loaderd/shards)")
 	cacheBytes := fs.String("cache-bytes", "", "bound on --cache-dir, e.g. 200GiB (default: half its file system's free space)")
+	fs.StringVar(&cfg.TLSCert, "tls-cert", "", "serve --listen over TLS 1.3 with this certificate chain (PEM); re-read when the file changes")
+	fs.StringVar(&cfg.TLSKey, "tls-key", "", "the private key (PEM) of --tls-cert; re-read when the file changes")
+	fs.StringVar(&cfg.TLSClientCA, "tls-client-ca", "", "mutual TLS: require client certificates signed by a CA of this PEM bundle; re-read when it changes")
+	fs.StringVar(&cfg.AuthTokens, "auth-tokens", "", "require a bearer token on --listen (metadata authorization: Bearer TOKEN); the file has one token a line,\n"+
+		"\"TOKEN datasets=NAME,NAME|* [streams=N]\" (tokens of 16 characters or more; # comments), re-read when it changes")
+	fs.BoolVar(&cfg.InsecureTCP, "insecure-tcp", false, "allow plaintext on a --listen address that is not loopback (only behind something that encrypts)")
 	level := fs.String("log-level", "info", "log level: debug, info, warn, error")
 	if err := fs.Parse(args); err != nil {
 		return err

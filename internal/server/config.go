@@ -31,6 +31,12 @@ type Config struct {
 	MaxSkips        int64  // with skip, fail a stream after this many; 0: no bound
 	CacheDir        string // local copies of s3:// shards; "": $LOADERD_CACHE_DIR, else the user's cache directory
 	CacheBytes      int64  // bound on CacheDir; 0: half its file system's free space
+
+	// The TCP listener's security (tls.go, auth.go); the Unix socket has none.
+	TLSCert, TLSKey string // serve --listen over TLS 1.3
+	TLSClientCA     string // require client certificates signed by these CAs
+	AuthTokens      string // bearer tokens file
+	InsecureTCP     bool   // allow plaintext on a non-loopback --listen
 }
 
 // DefaultDataset is served when no --dataset is given.
@@ -109,6 +115,7 @@ func (c *Config) Validate() error {
 	if c.ShutdownTimeout < 0 {
 		errs = append(errs, fmt.Errorf("--shutdown-timeout %v is negative", c.ShutdownTimeout))
 	}
+	errs = append(errs, c.validateSecurity()...)
 	return errors.Join(errs...)
 }
 

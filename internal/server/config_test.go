@@ -85,3 +85,55 @@ func TestRun(t *testing.T) {
 		t.Fatalf("socket left behind: %v", err)
 	}
 }
+
+// TestConfigValidateSecurity: plaintext TCP is for loopback unless
+// --insecure-tcp says otherwise, and the TLS flags come in working sets.
+func TestConfigValidateSecurity(t *testing.T) {
+	tests := []struct {
+		name string
+		c    Config
+		want []string // parts of the error; none: valid
+	}{
+		{"loopback plaintext", Config{Listen: "127.0.0.1:50051"}, nil},
+		{"loopback 127/8", Config{Listen: "127.3.2.1:50051"}, nil},
+		{"loopback ::1", Config{Listen: "[::1]:50051"}, nil},
+		{"localhost", Config{Listen: "localhost:50051"}, nil},
+		{"loopback tokens", Config{Listen: "127.0.0.1:50051", AuthTokens: "t"}, nil},
+		{"unix only", Config{Unix: "/run/l.sock"}, nil},
+		{"every interface", Config{Listen: ":50051"}, []string{"--listen :50051 is not a loopback address", "--tls-cert and --tls-key", "--insecure-tcp"}},
+		{"0.0.0.0", Config{Listen: "0.0.0.0:50051"}, []string{"--listen 0.0.0.0:50051 is not a loopback"}},
+		{"a host name", Config{Listen: "node3:50051"}, []string{"is not a loopback"}},
+		{"insecure allowed", Config{Listen: ":50051", InsecureTCP: true}, nil},
+		{"insecure tokens", Config{Listen: ":50051", InsecureTCP: true, AuthTokens: "t"}, nil},
+		{"tokens in the clear", Config{Listen: "10.0.0.1:50051", AuthTokens: "t"}, []string{"--auth-tokens would send its tokens", "in the clear"}},
+		{"TLS", Config{Listen: ":50051", TLSCert: "c", TLSKey: "k"}, nil},
+		{"mutual TLS and tokens", Config{Listen: ":50051", TLSCert: "c", TLSKey: "k", TLSClientCA: "ca", AuthTokens: "t"}, nil},
+		{"cert without key", Config{Listen: ":50051", TLSCert: "c"}, []string{"--tls-cert needs --tls-key"}},
+		{"key without cert", Config{Listen: "127.0.0.1:1", TLSKey: "k"}, []string{"--tls-key needs --tls-cert"}},
+		{"client CA without TLS", Config{Listen: "127.0.0.1:1", TLSClientCA: "ca"}, []string{"--tls-client-ca needs --tls-cert"}},
+		{"TLS and insecure", Config{Listen: ":1", TLSCert: "c", TLSKey: "k", InsecureTCP: true}, []string{"--insecure-tcp and --tls-cert at once"}},
+		{"TLS without TCP", Config{Unix: "/run/l.sock", TLSCert: "c", TLSKey: "k"}, []string{"there is none: give --listen"}},
+		{"tokens without TCP", Config{Unix: "/run/l.sock", AuthTokens: "t"}, []string{"there is none"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := tt.c
+			c.EnsureDefaults()
+			err := c.Validate()
+			if len(tt.want) == 0 {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatal("accepted")
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("%q lacks %q", err, w)
+				}
+			}
+		})
+	}
+}

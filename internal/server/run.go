@@ -23,13 +23,17 @@ import (
 // any listener or of the metrics server. ready, if not nil, is called with
 // the bound addresses once serving.
 func Run(ctx context.Context, c Config, log *slog.Logger, ready func(addrs []string)) error {
+	sec, err := c.security(log) // before the datasets, which may take long to open
+	if err != nil {
+		return err
+	}
 	datasets, err := c.OpenDatasets()
 	if err != nil {
 		return err
 	}
 	policy, _ := loader.ParseErrorPolicy(c.OnError)
 	opts := Options{Workers: c.PoolWorkers(), AutoWorkers: c.AutoWorkers, MaxStreams: c.MaxStreams, Logger: log,
-		OnError: policy, MaxSkips: c.MaxSkips, MemoryLimit: c.MemoryLimit}
+		OnError: policy, MaxSkips: c.MaxSkips, MemoryLimit: c.MemoryLimit, Security: sec}
 	if c.Unix != "" && pinned.SharedSupported {
 		opts.FdSocket = fdSocketPath(c.Unix)
 	}

@@ -33,6 +33,8 @@ type Dataset struct {
 	Spec    string // FORMAT:PATH it was opened from
 	Source  loader.Source
 	Augment string // default augmentation for streams that name none
+
+	fp fingerprint // computed in the background from New on (fingerprint.go)
 }
 
 // Options configure a Server.
@@ -67,6 +69,11 @@ type Options struct {
 	// (autotune.go): cores the loading does not need go back to the
 	// trainer. It starts at 1.
 	AutoWorkers bool
+
+	// Security, if set, is the TLS and the bearer tokens of the TCP
+	// listeners (Serve on anything but a Unix socket); nil serves TCP as
+	// the Unix socket, in plaintext without tokens.
+	Security *Security
 }
 
 // Server serves loaderd.v1.Loader.
@@ -83,7 +90,8 @@ type Server struct {
 	metrics  *metrics
 	live     *streamTable // open streams' counters (metrics.go)
 	health   *health.Server
-	grpc     *grpc.Server
+	grpc     *grpc.Server // the Unix socket's
+	tcp      *grpc.Server // TCP listeners': grpc itself without Options.Security
 
 	mu       sync.Mutex
 	streams  int
@@ -141,6 +149,9 @@ func New(opts Options, datasets ...*Dataset) (*Server, error) {
 		}
 		s.datasets[d.Name] = d
 	}
+	for _, d := range datasets { // New fails no more: a source is closed only after its fingerprint
+		d.startFingerprint(s.log)
+	}
 	s.metrics = newMetrics(opts.Registry, s)
 	registerCacheMetrics(opts.Registry, s)
 	s.live = newStreamTable(s.metrics)
@@ -151,7 +162,23 @@ func New(opts Options, datasets ...*Dataset) (*Server, error) {
 	}
 	go s.slots.janitor(s.stopping)
 	s.health = health.NewServer()
-	s.grpc = grpc.NewServer(
+	s.grpc = s.newGRPC()
+	s.tcp = s.grpc
+	if opts.Security != nil {
+		// gRPC takes one credentials setting per server: TLS and the token
+		// checks need a second one, with the same services.
+		s.tcp = s.newGRPC(opts.Security.serverOptions()...)
+		opts.Security.register(opts.Registry)
+	}
+	s.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
+	s.health.SetServingStatus(pb.Loader_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
+	return s, nil
+}
+
+// newGRPC builds a gRPC server with the Loader, health and reflection
+// services, and extra options after the common ones.
+func (s *Server) newGRPC(extra ...grpc.ServerOption) *grpc.Server {
+	g := grpc.NewServer(append([]grpc.ServerOption{
 		grpc.MaxSendMsgSize(wire.MaxMessageSize),
 		grpc.MaxRecvMsgSize(wire.MaxRequestSize),
 		grpc.InitialWindowSize(wire.InitialWindowSize),
@@ -160,13 +187,11 @@ func New(opts Options, datasets ...*Dataset) (*Server, error) {
 		grpc.ReadBufferSize(wire.ReadBufferSize),
 		grpc.ForceServerCodecV2(codec{}),
 		experimental.BufferPool(wire.Pool),
-	)
-	pb.RegisterLoaderServer(s.grpc, s)
-	healthpb.RegisterHealthServer(s.grpc, s.health)
-	reflection.Register(s.grpc)
-	s.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
-	s.health.SetServingStatus(pb.Loader_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
-	return s, nil
+	}, extra...)...)
+	pb.RegisterLoaderServer(g, s)
+	healthpb.RegisterHealthServer(g, s.health)
+	reflection.Register(g)
+	return g
 }
 
 // DefaultAugment is the classic CIFAR training transform sized to spec:
@@ -185,11 +210,19 @@ func DefaultAugment(spec augment.Spec) string {
 	return "out=f32:chw"
 }
 
-// GRPC returns the underlying gRPC server, for serving on more listeners.
+// GRPC returns the Unix socket's gRPC server, for serving on more
+// listeners: no TLS, no tokens. Without Options.Security, TCP listeners
+// are served by the same one.
 func (s *Server) GRPC() *grpc.Server { return s.grpc }
 
-// Serve accepts connections on lis until Shutdown.
-func (s *Server) Serve(lis net.Listener) error { return s.grpc.Serve(lis) }
+// Serve accepts connections on lis until Shutdown: a Unix socket's on the
+// plain server, any other's (TCP) with Options.Security's TLS and tokens.
+func (s *Server) Serve(lis net.Listener) error {
+	if lis.Addr().Network() == "unix" {
+		return s.grpc.Serve(lis)
+	}
+	return s.tcp.Serve(lis)
+}
 
 // ServeFds hands shared-memory regions to their clients on lis, a Unix
 // socket named Options.FdSocket in the directory of the daemon's own, until
@@ -208,15 +241,25 @@ func (s *Server) Shutdown(ctx context.Context) {
 	s.health.Shutdown()
 	s.stopOnce.Do(func() { close(s.stopping) })
 	done := make(chan struct{})
+	servers := []*grpc.Server{s.grpc}
+	if s.tcp != s.grpc {
+		servers = append(servers, s.tcp)
+	}
 	go func() {
-		s.grpc.GracefulStop()
+		var wg sync.WaitGroup
+		for _, g := range servers {
+			wg.Go(g.GracefulStop)
+		}
+		wg.Wait()
 		close(done)
 	}()
 	select {
 	case <-done:
 	case <-ctx.Done():
 		s.log.Warn("graceful stop timed out; stopping hard")
-		s.grpc.Stop()
+		for _, g := range servers {
+			g.Stop()
+		}
 		// Not <-done: GracefulStop waits for every handler, and one may be
 		// waiting for a worker stuck in a read that never returns.
 	}
@@ -229,13 +272,17 @@ func (s *Server) Shutdown(ctx context.Context) {
 		s.log.Warn("workers still busy at the shutdown deadline; leaving them to the exit", "err", stuck)
 		return
 	}
+	if !s.waitFingerprints(ctx) {
+		s.log.Warn("a dataset fingerprint still being computed at the shutdown deadline; leaving the sources to the exit")
+		return
+	}
 	for _, d := range s.datasets {
 		d.Source.Close()
 	}
 }
 
 // ListDatasets describes every registered dataset, sorted by name.
-func (s *Server) ListDatasets(context.Context, *pb.ListDatasetsRequest) (*pb.ListDatasetsResponse, error) {
+func (s *Server) ListDatasets(ctx context.Context, _ *pb.ListDatasetsRequest) (*pb.ListDatasetsResponse, error) {
 	names := make([]string, 0, len(s.datasets))
 	for n := range s.datasets {
 		names = append(names, n)
@@ -244,6 +291,10 @@ func (s *Server) ListDatasets(context.Context, *pb.ListDatasetsRequest) (*pb.Lis
 	resp := &pb.ListDatasetsResponse{}
 	for _, n := range names {
 		d := s.datasets[n]
+		fp, err := d.fingerprintRPC(ctx)
+		if err != nil {
+			return nil, err
+		}
 		sp := d.Source.Spec()
 		format, _, _ := strings.Cut(d.Spec, ":")
 		resp.Datasets = append(resp.Datasets, &pb.Dataset{
@@ -251,6 +302,7 @@ func (s *Server) ListDatasets(context.Context, *pb.ListDatasetsRequest) (*pb.Lis
 			Shape:          &pb.ImageShape{Height: int32(sp.H), Width: int32(sp.W), Channels: int32(sp.C)},
 			Layout:         pb.Layout(sp.Layout),
 			DefaultAugment: d.Augment,
+			Fingerprint:    fp,
 		})
 	}
 	return resp, nil

@@ -12,6 +12,7 @@ reason, rather than failing later as an opaque connection error.
 """
 
 import collections
+import ipaddress
 import os
 import re
 
@@ -56,7 +57,7 @@ def parse(address):
             raise ValueError(
                 f"loaderd: address {text!r} is a URL, but loaderd is a gRPC server, not a web server: give "
                 f"HOST:PORT{hint} or unix:///PATH (gRPC would otherwise look up a host named {scheme!r}); "
-                "loaderd speaks plaintext gRPC only")
+                "for TLS, give HOST:PORT with tls_ca= or tls=True (LOADERD_TLS_CA, LOADERD_TLS)")
         if scheme != "dns":
             raise ValueError(f"loaderd: address {text!r}: unknown scheme {scheme!r}; give HOST:PORT or unix:///PATH")
     low = a.lower()
@@ -102,3 +103,19 @@ def parse(address):
         raise ValueError(f"loaderd: address {text!r}: {host!r} is not a host name or IP address")
     _port(text, port)
     return Address(text, prefix + hostport, None)
+
+
+def loopback(target):
+    """Whether a TCP target's host ("host:port", "[v6]:port",
+    "dns:///host:port") is localhost or a loopback address."""
+    for p in ("dns:///", "dns:"):
+        if target.startswith(p):
+            target = target[len(p):]
+            break
+    host = target[1:].partition("]")[0] if target.startswith("[") else target.rpartition(":")[0]
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False

@@ -5,6 +5,8 @@ import stat
 
 import grpc
 
+from . import _address
+
 
 class Error(Exception):
     """A loaderd failure. code is the grpc.StatusCode when the daemon (or
@@ -54,11 +56,16 @@ def unreachable(address, waited=None, status=None):
     if address.unix_path:
         start = f"`loaderd serve --unix {address.unix_path} --dataset NAME=FORMAT:PATH`"
     else:
-        start = f"`loaderd serve --listen {address.target} --dataset NAME=FORMAT:PATH`"
+        # A daemon refuses plaintext on an address other than loopback.
+        tls = "" if _address.loopback(address.target) else " --tls-cert CERT --tls-key KEY"
+        start = f"`loaderd serve --listen {address.target}{tls} --dataset NAME=FORMAT:PATH`"
     msg = (f"loaderd: cannot reach loaderd at {where}{how} — is `loaderd serve` running? "
            f"Start one with {start}, or from Python with loaderd.serve(...)")
     if why:
         msg += f"; {why}"
+    if status and any(s in status for s in ("handshake", "SSL", "CERTIFICATE")):
+        msg += ("; the TLS handshake failed: check tls_ca (LOADERD_TLS_CA) and tls_server_name against the "
+                "daemon's certificate, and whether it serves TLS at all")
     if not waited:
         msg += "; pass connect_timeout=SECONDS to wait for a daemon that is still starting"
     if status:

@@ -5,7 +5,7 @@ import time
 
 import grpc
 
-from . import _address
+from . import _address, _creds
 from ._errors import Error, from_rpc
 from .v1 import loader_pb2 as pb
 from .v1 import loader_pb2_grpc as pb_grpc
@@ -17,13 +17,16 @@ MAX_NAMES = 10000  # SampleNames' page limit (loader.proto)
 _LAYOUTS = {pb.LAYOUT_HWC: "hwc", pb.LAYOUT_CHW: "chw"}
 
 
-def channel(address, options=()):
-    """An insecure gRPC channel to a parsed or textual address, with the
-    message size limits lifted: an inline batch of 256 f32 CIFAR images is
-    3 MiB, over gRPC's 4 MiB default at 512."""
+def channel(address, options=(), creds=None, **kw):
+    """A gRPC channel to a parsed or textual address, with the message size
+    limits lifted: an inline batch of 256 f32 CIFAR images is 3 MiB, over
+    gRPC's 4 MiB default at 512. TCP gets TLS and a bearer token as creds
+    (a _creds.Credentials) or the keyword arguments tls, tls_ca, tls_cert,
+    tls_key, tls_server_name, token, token_file, insecure say, each unset
+    one from its LOADERD_* environment variable; plaintext without either."""
     a = _address.parse(address)
     opts = [("grpc.max_receive_message_length", -1), ("grpc.max_send_message_length", -1)]
-    return grpc.insecure_channel(a.target, options=opts + list(options))
+    return _creds.channel(a, creds or _creds.resolve(**kw), opts + list(options))
 
 
 def infos(resp):
@@ -45,14 +48,14 @@ def call_ready(fn, request, address, what, connect_timeout):
         raise from_rpc(e, what, a, waited and connect_timeout) from None
 
 
-def list_datasets(address, connect_timeout=10.0, timeout=None):
+def list_datasets(address, connect_timeout=10.0, timeout=None, **creds):
     """The datasets a daemon serves, as DatasetInfo tuples sorted by name.
     Waits up to connect_timeout seconds for a daemon that is starting
-    (timeout is its former name)."""
+    (timeout is its former name). creds: TLS and token (see channel)."""
     if timeout is not None:
         connect_timeout = timeout
     a = _address.parse(address)
-    with channel(a) as ch:
+    with channel(a, **creds) as ch:
         resp = call_ready(pb_grpc.LoaderStub(ch).ListDatasets, pb.ListDatasetsRequest(), a,
                           f"list datasets at {a.text}", connect_timeout)
     return infos(resp)
@@ -63,15 +66,16 @@ def names_page(stub, address, dataset, start, count, connect_timeout):
     return call_ready(stub.SampleNames, req, address, f"sample names of {dataset!r}", connect_timeout)
 
 
-def sample_names(address, dataset, start=0, count=None, connect_timeout=10.0):
+def sample_names(address, dataset, start=0, count=None, connect_timeout=10.0, **creds):
     """Names of the samples start .. start+count-1 of a dataset (count None:
     to the end): each file's or archive member's name, or the decimal index
-    for a source without names. Fetched in pages of 10,000."""
+    for a source without names. Fetched in pages of 10,000. creds: TLS and
+    token (see channel)."""
     a = _address.parse(address)
     if start < 0 or (count is not None and count < 0):
         raise ValueError(f"loaderd: sample_names start {start}, count {count}")
     out = []
-    with channel(a) as ch:
+    with channel(a, **creds) as ch:
         stub = pb_grpc.LoaderStub(ch)
         pos = start
         while count is None or len(out) < count:

@@ -9,7 +9,7 @@ import weakref
 import grpc
 import torch
 
-from . import _address, _rpc, serve as _serve
+from . import _address, _creds, _rpc, serve as _serve
 from ._env import rank_world
 from ._errors import Error, ProtocolError
 from ._stream import Session, close_all
@@ -190,13 +190,20 @@ class Dataset(torch.utils.data.IterableDataset):
         reconnects, reconnect_wait: times a stream resumes after the daemon
             went away (UNAVAILABLE), each time waiting up to reconnect_wait
             seconds for it to come back.
+        tls, tls_ca, tls_cert, tls_key, tls_server_name, token, token_file:
+            for a daemon whose TCP listener serves TLS (--tls-cert), wants
+            client certificates (--tls-client-ca) or tokens (--auth-tokens);
+            each None is read from LOADERD_TLS, LOADERD_TLS_CA, ...,
+            LOADERD_TOKEN, LOADERD_TOKEN_FILE. A Unix socket uses none.
+            See docs/DEPLOY.md ("Security on TCP").
     """
 
     def __init__(self, address, dataset, batch_size, seed=0, rank=None, world_size=None, *,
                  train=True, epochs=None, shuffle=None, drop_last=False, sampler_drop_last=False,
                  augment=None, dtype=None, layout=None, transport="shm", prefetch=4, hold=1, pin=False,
                  include_params=False, name=None, connect_timeout=10.0, reconnects=5, reconnect_wait=10.0,
-                 drop_last_batch=None):
+                 drop_last_batch=None, tls=None, tls_ca=None, tls_cert=None, tls_key=None, tls_server_name=None,
+                 token=None, token_file=None):
         super().__init__()
         if drop_last_batch is not None:
             raise TypeError("loaderd: drop_last_batch is gone: drop_last now means what it means for DataLoader "
@@ -216,6 +223,9 @@ class Dataset(torch.utils.data.IterableDataset):
             raise ValueError(f"loaderd: epochs {epochs} < 0")
         self._addr = _address.parse(address)
         self.address = self._addr.text
+        # Resolved now: a bad LOADERD_* variable fails here, not at the first batch.
+        self._creds = _creds.resolve(tls=tls, tls_ca=tls_ca, tls_cert=tls_cert, tls_key=tls_key,
+                                     tls_server_name=tls_server_name, token=token, token_file=token_file)
         self.dataset = dataset
         self.batch_size = int(batch_size)
         self.seed = int(seed)
@@ -366,8 +376,10 @@ class Dataset(torch.utils.data.IterableDataset):
                     self._info = d
                     break
             else:
+                # A daemon with --auth-tokens lists only the token's datasets.
+                mine = " this token may open" if self._creds.token or self._creds.token_file else ""
                 raise Error(f"loaderd: unknown dataset {self.dataset!r} at {self.address} "
-                            f"(registered: {', '.join(d.name for d in resp.datasets) or 'none'})",
+                            f"(registered{mine}: {', '.join(d.name for d in resp.datasets) or 'none'})",
                             grpc.StatusCode.NOT_FOUND)
         return self._info
 
@@ -473,7 +485,7 @@ class Dataset(torch.utils.data.IterableDataset):
 
     def _get_stub(self):
         if self._stub is None:
-            self._channel = _rpc.channel(self._addr)
+            self._channel = _rpc.channel(self._addr, creds=self._creds)
             self._stub = pb_grpc.LoaderStub(self._channel)
             _live.add(self)
         return self._stub

@@ -42,8 +42,9 @@ class Daemon:
     """One running `loaderd serve`; restart() brings it back on the same
     socket and ports."""
 
-    def __init__(self, binary, workdir, datasets):
+    def __init__(self, binary, workdir, datasets, args=()):
         self.binary, self.workdir, self.datasets = binary, workdir, datasets
+        self.args = list(args)  # more `loaderd serve` flags
         self.sock = str(workdir / "loaderd.sock")
         self.address = "unix://" + self.sock
         self.port, self.metrics_port = free_port(), free_port()
@@ -57,6 +58,7 @@ class Daemon:
                 "--log-level", "warn", "--shutdown-timeout", "3s"]
         for name, spec in self.datasets.items():
             args += ["--dataset", f"{name}={spec}"]
+        args += self.args
         self.proc = subprocess.Popen(args, stdout=self.log, stderr=self.log, preexec_fn=_die_with_parent)
         deadline = time.monotonic() + 60
         while True:
