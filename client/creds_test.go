@@ -9,7 +9,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -283,16 +282,4 @@ func TestCredentialsDaemon(t *testing.T) {
 	}
 }
 
-// tcpAddr reads the TCP address the daemon bound from its "serving" log
-// line (it was given port 0).
-func tcpAddr(t *testing.T, d *clienttest.Daemon) string {
-	t.Helper()
-	re := regexp.MustCompile(`addrs="?\[(127\.0\.0\.1:\d+)`)
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if m := re.FindStringSubmatch(d.Log()); m != nil {
-			return m[1]
-		}
-	}
-	t.Fatalf("no TCP address in the daemon's log:\n%s", d.Log())
-	return ""
-}
+func tcpAddr(t *testing.T, d *clienttest.Daemon) string { return d.TCPAddr(t) }

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -151,6 +152,21 @@ func (d *Daemon) Kill() {
 
 // Signal sends sig to the daemon: SIGSTOP and SIGCONT play a hung daemon.
 func (d *Daemon) Signal(sig os.Signal) error { return d.cmd.Process.Signal(sig) }
+
+// TCPAddr returns the TCP address a daemon started with "--listen
+// 127.0.0.1:0" bound, read from its "serving" log line: so it must run at
+// --log-level info.
+func (d *Daemon) TCPAddr(tb testing.TB) string {
+	tb.Helper()
+	re := regexp.MustCompile(`addrs="?\[(127\.0\.0\.1:\d+)`)
+	for deadline := time.Now().Add(StartTimeout); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if m := re.FindStringSubmatch(d.Log()); m != nil {
+			return m[1]
+		}
+	}
+	tb.Fatalf("clienttest: no TCP address in the daemon's log (run it with --listen 127.0.0.1:0 --log-level info):\n%s", d.Log())
+	return ""
+}
 
 // Log returns what the daemon has written to stdout and stderr so far.
 func (d *Daemon) Log() string { return d.out.String() }

@@ -16,6 +16,7 @@ import (
 // consumeConfig is `trainer consume` as flags give it.
 type consumeConfig struct {
 	Addr      string
+	Dial      dialFlags
 	Dataset   string
 	Rank      int
 	World     int
@@ -75,7 +76,8 @@ func (c *consumeConfig) Validate() error {
 func consumeMain(ctx context.Context, args []string) error {
 	var c consumeConfig
 	fs := flag.NewFlagSet("trainer consume", flag.ContinueOnError)
-	fs.StringVar(&c.Addr, "addr", "", "daemon address: host:port or unix:///path (default 127.0.0.1:50051)")
+	fs.StringVar(&c.Addr, "addr", "", "daemon address: host:port, unix:///path, or a pool of daemons serving the same data: host1:port,host2:port or dns:///name:port (default 127.0.0.1:50051)")
+	c.Dial.register(fs)
 	fs.StringVar(&c.Dataset, "dataset", "", "dataset name (default synthetic)")
 	fs.IntVar(&c.Rank, "rank", 0, "this trainer's rank")
 	fs.IntVar(&c.World, "world", 0, "number of ranks (default 1)")
@@ -98,7 +100,7 @@ func consumeMain(ctx context.Context, args []string) error {
 }
 
 func runConsume(ctx context.Context, c consumeConfig) error {
-	cl, err := client.Dial(c.Addr)
+	cl, err := c.Dial.dial(c.Addr)
 	if err != nil {
 		return err
 	}
@@ -127,11 +129,13 @@ func runConsume(ctx context.Context, c consumeConfig) error {
 
 func datasetsMain(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("trainer datasets", flag.ContinueOnError)
-	addr := fs.String("addr", "127.0.0.1:50051", "daemon address")
+	addr := fs.String("addr", "127.0.0.1:50051", "daemon address (or a pool: see trainer train -h)")
+	var d dialFlags
+	d.register(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	cl, err := client.Dial(*addr)
+	cl, err := d.dial(*addr)
 	if err != nil {
 		return err
 	}

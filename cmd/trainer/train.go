@@ -12,7 +12,6 @@ import (
 	"time"
 	"unicode"
 
-	"github.com/loaderd/loaderd/client"
 	"github.com/loaderd/loaderd/trainer"
 	"github.com/loaderd/loaderd/trainer/devices"
 	"github.com/loaderd/loaderd/trainer/dist"
@@ -21,6 +20,7 @@ import (
 // trainConfig is `trainer train` as flags give it.
 type trainConfig struct {
 	Addr      string
+	Dial      dialFlags
 	Transport string
 	JSON      bool
 	Quiet     bool
@@ -94,7 +94,8 @@ func (c *trainConfig) Validate() error {
 func trainMain(ctx context.Context, args []string) error {
 	var c trainConfig
 	fs := flag.NewFlagSet("trainer train", flag.ContinueOnError)
-	fs.StringVar(&c.Addr, "addr", "", "daemon address: host:port or unix:///path (default 127.0.0.1:50051)")
+	fs.StringVar(&c.Addr, "addr", "", "daemon address: host:port, unix:///path, or a pool of daemons serving the same data: host1:port,host2:port or dns:///name:port (default 127.0.0.1:50051)")
+	c.Dial.register(fs)
 	fs.StringVar(&c.Dataset, "dataset", "", "training dataset (default synthetic)")
 	fs.StringVar(&c.Eval, "eval", "", "dataset to evaluate after every epoch, without random crop or flip")
 	fs.StringVar(&c.Model, "model", "", "mlp or cnn (default cnn: ResNet-8-like, 78k parameters)")
@@ -173,7 +174,7 @@ func runTrain(ctx context.Context, c trainConfig) (err error) {
 		}()
 		c.Group = g
 	}
-	cl, err := client.Dial(c.Addr)
+	cl, err := c.Dial.dial(c.Addr)
 	if err != nil {
 		return err
 	}
