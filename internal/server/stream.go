@@ -73,7 +73,11 @@ func (s *Server) Stream(st pb.Loader_StreamServer) error {
 	}()
 	go ss.receive()
 	err = ss.run(ctx)
-	log.Info("stream ended", "sent", ss.sent, "next", ss.resumeAt(), "err", err)
+	if p.cfg.OnDemand { // its client knows what it asked for; there is no resume point
+		log.Info("stream ended", "sent", ss.sent, "on_demand", true, "err", err)
+	} else {
+		log.Info("stream ended", "sent", ss.sent, "next", ss.resumeAt(), "err", err)
+	}
 	return err
 }
 
