@@ -29,6 +29,7 @@ type member struct {
 	bufs     chan *Batch // buffers for its receiver, one per wanted number
 	cancel   context.CancelFunc
 	busy     time.Time     // since when it owes a batch without having sent one
+	asked    time.Time     // when a batch was last wanted of it
 	svc      time.Duration // recent time per batch, 0 until measured
 	made     int64
 	connects int
@@ -101,6 +102,8 @@ func (s *Stream) dialMember(addr string) poolOpened {
 		err = errors.New("the stream did not start with a header")
 	case err == nil && !d.Header.GetOnDemand():
 		err = errors.New("the daemon predates on-demand streams: it cannot serve in a pool")
+	case err == nil:
+		err = checkValues(d.Header, o.GetValuesOnClient())
 	}
 	if err != nil {
 		cancel()
@@ -194,9 +197,12 @@ func sameStream(ref, h *pb.StreamHeader) error {
 		dtype                                pb.DType
 		layout                               pb.Layout
 		augment                              string
+		valueDType                           pb.DType
+		valueTable                           string
 	}
 	of := func(h *pb.StreamHeader) shape {
-		return shape{h.GetDatasetSize(), h.GetBatchesPerEpoch(), h.GetSamplesPerEpoch(), h.GetSampleBytes(), h.GetBatchSize(), h.GetDtype(), h.GetLayout(), h.GetAugment()}
+		return shape{h.GetDatasetSize(), h.GetBatchesPerEpoch(), h.GetSamplesPerEpoch(), h.GetSampleBytes(), h.GetBatchSize(), h.GetDtype(), h.GetLayout(), h.GetAugment(),
+			h.GetValueDtype(), tableID(h.GetValueTable())}
 	}
 	if a, b := of(h), of(ref); a != b {
 		return fmt.Errorf("its stream differs from the pool's: %+v, the pool's %+v", a, b)

@@ -87,17 +87,28 @@ func (p *poolState) nextWanted() (int64, bool) {
 	return p.nextNum, true
 }
 
+// staleAfter is how long a daemon's batch time is trusted without a batch
+// asked of it: past it the daemon counts as unmeasured, and is asked
+// first, so one the trainer's pace left idle, or one that came back, is
+// measured again (and found hung, if it is).
+const staleAfter = time.Second
+
 // pick returns the daemon expected to deliver one more batch soonest, among
 // those up with room in their window and not m0; nil if none.
 func (s *Stream) pick(m0 *member) *member {
 	var best *member
 	var bestAt time.Duration
+	now := time.Now()
 	for _, m := range s.pool.members {
 		if !m.up || m.removed || m == m0 || len(m.wanted) >= s.cfg.Pool.Window {
 			continue
 		}
 		// A daemon not yet measured goes first: that is how it gets measured.
-		at := time.Duration(len(m.wanted)+1) * m.svc
+		svc := m.svc
+		if now.Sub(m.asked) > staleAfter {
+			svc = 0
+		}
+		at := time.Duration(len(m.wanted)+1) * svc
 		if best == nil || at < bestAt || (at == bestAt && len(m.wanted) < len(best.wanted)) {
 			best, bestAt = m, at
 		}
@@ -149,6 +160,7 @@ func (s *Stream) want(m *member, k int64, b *Batch) error {
 	if len(m.wanted) == 0 {
 		m.busy = time.Now()
 	}
+	m.asked = time.Now()
 	m.wanted = append(m.wanted, k)
 	m.bufs <- b
 	return nil

@@ -187,6 +187,7 @@ func (s *Stream) memberUp(r poolOpened) {
 	gen := m.gen
 	m.sendMu.Unlock()
 	m.conn, m.cancel, m.up, m.backoff, m.lastErr = r.conn, r.cancel, true, 0, nil
+	m.svc = 0 // measured afresh: it may come back faster or slower
 	m.bufs = make(chan *Batch, s.cfg.Pool.Window*2)
 	m.connects++
 	if m.connects > 1 {
