@@ -67,7 +67,10 @@
 // CHW→HWC, HWC→HWC; forwards or mirrored) has its own loop nest. Input is
 // read in place in either layout (CIFAR records are CHW, decoders give
 // HWC). Multi-byte output is little-endian; dst aligned to the element size
-// takes the fast path. Apply allocates nothing.
+// takes the fast path. Apply allocates nothing. PixelPipeline and
+// ValueTable split a pipeline at that table: the geometry alone makes
+// uint8 pixels, which the table maps to the full output, byte for byte
+// (a stream's values_on_client sends both).
 //
 // Reference computes the same result by composing one plain function per
 // op; the tests hold the kernel to it byte for byte.

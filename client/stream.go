@@ -1,6 +1,7 @@
 package client
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc"
@@ -45,6 +47,10 @@ type StreamConfig struct {
 	Reconnects    int           // times the stream may resume after the daemon goes away; default 5
 	ReconnectWait time.Duration // how long one resume keeps trying to reach the daemon; default 10 s
 	Pool          PoolConfig    // for a Client dialled to a pool of daemons
+	// ValuesOnClient asks for uint8 pixels and the value table, a quarter
+	// of f32's bytes across hosts: Batch.Values makes the spec's tensor,
+	// bit for bit (see Stream.ValuesOnClient for daemons that predate it).
+	ValuesOnClient bool
 }
 
 // DefaultPrefetch is the ring a stream keeps ahead of its caller, and its
@@ -82,6 +88,15 @@ type Batch struct {
 	wait      time.Duration // how long Next blocked for it; sent on its ack
 	m         *member       // of a pool: the daemon that made it
 	mgen      int           // and its stream, which the ack goes to
+}
+
+// Daemon returns the address of the daemon that made the batch: one of a
+// pool's, or "" for a stream on one daemon.
+func (b *Batch) Daemon() string {
+	if b.m == nil {
+		return ""
+	}
+	return b.m.addr
 }
 
 // Release acknowledges the batch: its buffer returns to the ring and the
@@ -130,6 +145,8 @@ type Stream struct {
 	stats Stats
 
 	pool *poolState // set on a stream over a pool of daemons
+
+	values atomic.Pointer[valueTable] // the header's, parsed (values.go)
 }
 
 // Open starts a stream and waits for its header. SharedMemory is refused
@@ -220,7 +237,8 @@ func (s *Stream) open(start sampler.Position) *pb.Open {
 		Seed: c.Seed, NoShuffle: c.NoShuffle, DropLast: c.DropLast, DropLastBatch: c.DropLastBatch,
 		StartEpoch: start.Epoch, StartBatch: start.Batch, StartOffset: start.Offset, Augment: c.Augment,
 		Dtype: pb.DType(c.DType), Layout: pb.Layout(c.Layout), MaxInFlight: uint32(c.Prefetch),
-		IncludeParams: c.IncludeParams, ClientName: c.Name, Transport: pb.Transport_TRANSPORT_INLINE}
+		IncludeParams: c.IncludeParams, ClientName: c.Name, Transport: pb.Transport_TRANSPORT_INLINE,
+		ValuesOnClient: c.ValuesOnClient}
 	if c.SharedMemory {
 		o.Transport = pb.Transport_TRANSPORT_SHM
 	}
@@ -266,8 +284,12 @@ func (s *Stream) connect(ctx context.Context, resume bool) error {
 		gcancel()
 		return err
 	}
+	if err := checkValues(r.Header, s.cfg.ValuesOnClient); err != nil {
+		gcancel()
+		return err
+	}
 	if old := s.header; old != nil && (old.GetSampleBytes() != r.Header.GetSampleBytes() || old.GetBatchSize() != r.Header.GetBatchSize() ||
-		old.GetMaxInFlight() != r.Header.GetMaxInFlight()) {
+		old.GetMaxInFlight() != r.Header.GetMaxInFlight() || !bytes.Equal(old.GetValueTable(), r.Header.GetValueTable())) {
 		gcancel()
 		return errors.New("client: the daemon changed the stream's shape on reconnect")
 	}

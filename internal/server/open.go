@@ -24,6 +24,7 @@ type plan struct {
 	cfg      loader.Config
 	shm      bool
 	inFlight int
+	full     *augment.Pipeline // Open.values_on_client: the chain whose value ops pipe leaves to the client
 }
 
 // validate checks o and reports every problem at once, as InvalidArgument
@@ -76,6 +77,14 @@ func (s *Server) validate(o *pb.Open) (*plan, error) {
 		bad = append(bad, fmt.Sprintf("unknown transport %d", o.GetTransport()))
 	}
 	pipe, err := buildPipeline(ds, o)
+	var full *augment.Pipeline
+	if err == nil && o.GetValuesOnClient() {
+		// Send the pixels; the header's table does the rest.
+		full = pipe
+		if pipe, err = full.PixelPipeline(); err != nil {
+			err = fmt.Errorf("values_on_client: %w", err)
+		}
+	}
 	if err != nil {
 		bad = append(bad, strings.TrimPrefix(err.Error(), "augment: "))
 	}
@@ -106,7 +115,7 @@ func (s *Server) validate(o *pb.Open) (*plan, error) {
 	if o.GetEpochs() > 0 {
 		cfg.Epochs = o.GetStartEpoch() + o.GetEpochs()
 	}
-	return &plan{ds: ds, pipe: pipe, cfg: cfg, shm: shm, inFlight: inFlight}, nil
+	return &plan{ds: ds, pipe: pipe, cfg: cfg, shm: shm, inFlight: inFlight, full: full}, nil
 }
 
 // buildPipeline folds the stream's augmentation: the dataset default when
@@ -159,6 +168,12 @@ func header(p *plan, l *loader.Loader, tr transport) *pb.StreamHeader {
 	}
 	for _, d := range out.Shape() {
 		h.SampleShape = append(h.SampleShape, int64(d))
+	}
+	if p.full != nil { // the chain in effect, and its value ops as the table
+		h.Augment = augment.FormatOps(p.full.Ops())
+		var dt sample.DType
+		h.ValueTable, dt = p.full.ValueTable()
+		h.ValueDtype = pb.DType(dt)
 	}
 	h.Fingerprint = p.ds.fingerprintWait()
 	tr.describe(h)

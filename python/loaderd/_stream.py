@@ -11,6 +11,7 @@ import weakref
 import grpc
 import torch
 
+from . import _values
 from ._errors import Error, ProtocolError, from_rpc
 from ._shm import Region, Ring, cuda_available
 from .v1 import loader_pb2 as pb
@@ -142,7 +143,7 @@ class _Rec:
 class Session:
     """One open Stream. Not safe for concurrent use."""
 
-    def __init__(self, stub, open_msg, address, pin=False):
+    def __init__(self, stub, open_msg, address, pin=False, values_on=None):
         self._acks = queue.SimpleQueue()
         self._done = threading.Event()
         self.closed = False
@@ -176,6 +177,8 @@ class Session:
             self.sample_shape = tuple(int(d) for d in h.sample_shape)
             self.window = max(1, int(h.max_in_flight))
             self.batches_per_epoch = int(h.batches_per_epoch)
+            # values_on: the device the value table maps batches on (normalize_on).
+            self._values = _values.for_header(h, values_on, DTYPES) if values_on is not None else None
             self._cuda = bool(pin) and cuda_available()
             if pin and not self._cuda:
                 warnings.warn("loaderd: pin=True but CUDA is not available; batches stay in pageable memory",
@@ -262,6 +265,8 @@ class Session:
         else:
             raise ProtocolError(f"loaderd: batch {b.seq} carries {which or 'no tensor'} on a "
                                 f"{'shm' if self.region is not None else 'inline'} stream")
+        if self._values is not None:
+            images = self._values(images)
         params = None
         if b.HasField("params"):
             p = b.params

@@ -9,7 +9,7 @@ import weakref
 import grpc
 import torch
 
-from . import _address, _creds, _rpc, serve as _serve
+from . import _address, _creds, _rpc, _values, serve as _serve
 from ._env import rank_world
 from ._errors import Error, ProtocolError
 from ._stream import Session, close_all
@@ -184,6 +184,11 @@ class Dataset(torch.utils.data.IterableDataset):
         pin: page-locked batches for CUDA, so host-to-device copies are
             asynchronous DMA; without CUDA it warns and does nothing else.
         include_params: fill Batch.params with each sample's crop and flip.
+        normalize_on: None, or the device ("cuda", "cpu", a torch.device)
+            where the spec's value ops (totensor, normalize, a float out=)
+            run on receipt: the daemon sends uint8 pixels, a quarter of
+            f32's bytes, and a table of what each byte becomes, and images
+            arrive on that device with exactly the daemon's values.
         name: label for the daemon's logs (default "python/rank<r>").
         connect_timeout: seconds to wait for a daemon that is not up yet
             (a trainer started before it); 0 fails at once.
@@ -203,7 +208,7 @@ class Dataset(torch.utils.data.IterableDataset):
                  augment=None, dtype=None, layout=None, transport="shm", prefetch=4, hold=1, pin=False,
                  include_params=False, name=None, connect_timeout=10.0, reconnects=5, reconnect_wait=10.0,
                  drop_last_batch=None, tls=None, tls_ca=None, tls_cert=None, tls_key=None, tls_server_name=None,
-                 token=None, token_file=None):
+                 token=None, token_file=None, normalize_on=None):
         super().__init__()
         if drop_last_batch is not None:
             raise TypeError("loaderd: drop_last_batch is gone: drop_last now means what it means for DataLoader "
@@ -240,6 +245,7 @@ class Dataset(torch.utils.data.IterableDataset):
         self.prefetch, self.hold = int(prefetch), int(hold)
         self.pin = bool(pin)
         self.include_params = bool(include_params)
+        self.normalize_on = _values.device(normalize_on)
         self.name = name or f"python/rank{self.rank}"
         self.connect_timeout = float(connect_timeout or 0)
         self.reconnects, self.reconnect_wait = int(reconnects), float(reconnect_wait)
@@ -501,11 +507,11 @@ class Dataset(torch.utils.data.IterableDataset):
             # One more than prefetch + hold: the batch a loop variable still
             # holds while the next is requested.
             max_in_flight=self.prefetch + self.hold + 1, include_params=self.include_params,
-            client_name=self.name)
+            client_name=self.name, values_on_client=self.normalize_on is not None)
 
     def _open(self, pos):
         self.info()  # waits for a daemon that is starting; names an unknown dataset
-        s = Session(self._get_stub(), self._open_msg(pos), self._addr, pin=self.pin)
+        s = Session(self._get_stub(), self._open_msg(pos), self._addr, pin=self.pin, values_on=self.normalize_on)
         h = s.header
         if (h.start_epoch, h.start_batch, h.start_offset) != pos:
             s.close()

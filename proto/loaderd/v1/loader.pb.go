@@ -702,7 +702,10 @@ type Open struct {
 	// client: the header's value_table says what each byte of each channel
 	// becomes. A quarter of f32's bytes on the wire, and, applied by table,
 	// the same bits as the daemon would send. The header's dtype is then U8,
-	// and its value_dtype the type the table yields.
+	// and its value_dtype the type the table yields; its augment stays the
+	// whole spec. A spec that moves pixels after a value op cannot be split:
+	// the Open fails with INVALID_ARGUMENT. A daemon that predates the field
+	// sends the spec's type and no table, so a client must check for one.
 	ValuesOnClient bool `protobuf:"varint,21,opt,name=values_on_client,json=valuesOnClient,proto3" json:"values_on_client,omitempty"`
 	// Elastic resume: how many entries of start_epoch's global order (the
 	// shuffled, unpadded list of dataset indices all ranks share) a run under
