@@ -40,6 +40,7 @@ bin=$(mktemp -d "${TMPDIR:-/tmp}/loaderd-test-bin.XXXXXX")
 trap 'rm -rf "$bin"' EXIT
 build_commands "$bin"
 export LOADERD_BIN="$bin/loaderd"
+export TRAINER_BIN="$bin/trainer" # docs/DEPLOY.md's recipe test runs it (internal/multihost)
 # in_modules CMD...: run CMD in every module's directory.
 in_modules() {
   local m
