@@ -1,11 +1,18 @@
 package client_test
 
 import (
+	"archive/tar"
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
+	"errors"
 	"fmt"
+	"image"
+	"image/png"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -15,6 +22,8 @@ import (
 	"github.com/loaderd/loaderd/client"
 	"github.com/loaderd/loaderd/client/clienttest"
 	"github.com/loaderd/loaderd/sampler"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 // digest names one delivered batch: its place, samples, labels and bytes.
@@ -175,5 +184,77 @@ func TestPoolRefusesOtherData(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "do not serve the same dataset") ||
 		!strings.Contains(err.Error(), a.Addr) || !strings.Contains(err.Error(), b.Addr) {
 		t.Fatalf("Open over daemons with different data: %v; want a refusal naming both", err)
+	}
+}
+
+// TestPoolDataLoss: a sample no daemon can read fails the pool stream as
+// it fails one daemon's: every batch before it delivered, in order, then
+// DATA_LOSS naming the file; not a daemon lost, to be asked again forever.
+func TestPoolDataLoss(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "bad.tar")
+	writeTar(t, data, 64, 37)
+	ds, target := startPool(t, 2, "train=tar:"+data)
+	cfg := client.StreamConfig{Dataset: "train", BatchSize: 8, NoShuffle: true, Epochs: 1,
+		Pool: client.PoolConfig{OnEvent: func(client.PoolEvent) {}}}
+	var errs [2]error
+	var got [2]int
+	for i, addr := range []string{ds[0].Addr, target} {
+		c, err := client.Dial(addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		s, err := c.Open(context.Background(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			b, err := s.Next(ctx)
+			cancel()
+			if err != nil {
+				errs[i] = err
+				break
+			}
+			if b.Index != int64(got[i]) {
+				t.Fatalf("batch %d has index %d", got[i], b.Index)
+			}
+			got[i]++
+			b.Release()
+		}
+		s.Close()
+	}
+	for i, what := range []string{"one daemon", "the pool"} {
+		if status.Code(errors.Unwrap(errs[i])) != codes.DataLoss && !strings.Contains(fmt.Sprint(errs[i]), "DataLoss") ||
+			!strings.Contains(fmt.Sprint(errs[i]), "0037.png") || got[i] != 6 {
+			// Classes sort: c0's 32 members, then c1's, of which 0037.png
+			// is the 19th: index 50, in batch 6.
+			t.Errorf("%s: %d batches, then %v; want 6 and DATA_LOSS naming 0037.png", what, got[i], errs[i])
+		}
+	}
+}
+
+// writeTar writes n 8×8 PNGs as train/cK/NNNN.png, the one at bad cut short.
+func writeTar(t *testing.T, path string, n, bad int) {
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	tw := tar.NewWriter(f)
+	for i := range n {
+		img := image.NewRGBA(image.Rect(0, 0, 8, 8))
+		img.Pix[0] = byte(i)
+		var buf bytes.Buffer
+		png.Encode(&buf, img)
+		b := buf.Bytes()
+		if i == bad {
+			b = b[:len(b)/2]
+		}
+		tw.WriteHeader(&tar.Header{Name: fmt.Sprintf("train/c%d/%04d.png", i%2, i), Mode: 0o644, Size: int64(len(b))})
+		tw.Write(b)
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -7,6 +7,9 @@ import (
 	"slices"
 	"time"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
 	pb "github.com/loaderd/loaderd/proto/loaderd/v1"
 	"github.com/loaderd/loaderd/sampler"
 )
@@ -42,6 +45,10 @@ func (s *Stream) schedule() {
 	}
 	p.waiting = time.Now()
 	for {
+		if p.failed != nil && p.deliver >= p.failedAt {
+			s.err = p.failed
+			return
+		}
 		s.assign(take, func(b *Batch) { spare = append(spare, b) })
 		if p.total >= 0 && p.deliver >= p.total {
 			s.err = io.EOF
@@ -75,16 +82,33 @@ func (s *Stream) schedule() {
 	}
 }
 
+// streamFailed reports whether a daemon's error ends the stream rather
+// than the daemon's part in it: a sample that cannot be read (DATA_LOSS)
+// cannot be read by any daemon of a pool that serves the same bytes, and
+// a refused want or a broken contract is a bug to report, not to retry.
+// Anything else (a daemon gone, stopping, overloaded, or refusing this
+// client) is the daemon's, and its batches go to the others.
+func streamFailed(err error) bool {
+	switch status.Code(err) {
+	case codes.DataLoss, codes.InvalidArgument, codes.Internal, codes.FailedPrecondition, codes.OutOfRange, codes.Unimplemented:
+		return true
+	}
+	return false
+}
+
 // nextWanted is the number to want next: one a lost daemon owed, else
 // the first never wanted; false when every number is wanted.
 func (p *poolState) nextWanted() (int64, bool) {
+	k := p.nextNum
 	if len(p.lost) > 0 {
-		return p.lost[0], true
-	}
-	if p.total >= 0 && p.nextNum >= p.total || p.nextNum >= p.deliver+p.span {
+		k = p.lost[0]
+	} else if p.total >= 0 && k >= p.total || k >= p.deliver+p.span {
 		return 0, false
 	}
-	return p.nextNum, true
+	if p.failed != nil && k >= p.failedAt {
+		return 0, false // the stream ends there
+	}
+	return k, true
 }
 
 // staleAfter is how long a daemon's batch time is trusted without a batch
@@ -172,6 +196,14 @@ func (s *Stream) onArrival(a poolArrival) *Batch {
 	p, m := s.pool, a.m
 	current := a.gen == m.gen && m.up
 	if a.err != nil {
+		if current && streamFailed(a.err) && p.failed == nil {
+			// The batch it was making (the first it owed) fails the
+			// stream, as on one daemon: after every batch before it.
+			p.failed, p.failedAt = fmt.Errorf("client: daemon %s: %w", m.addr, a.err), p.deliver
+			if len(m.wanted) > 0 {
+				p.failedAt = m.wanted[0]
+			}
+		}
 		if current {
 			s.memberDown(m, a.err)
 		}

@@ -28,14 +28,16 @@ type poolState struct {
 	opened   chan poolOpened
 	resolved chan []string
 
-	nextNum int64            // first number never wanted
-	span    int64            // how far past deliver new numbers are wanted
-	lost    []int64          // numbers owed by daemons that went down, to ask again (sorted)
-	got     map[int64]*Batch // received ahead of their turn
-	deliver int64            // the next number the caller gets
-	hedged  map[int64]bool   // numbers also wanted of a second daemon
-	allDown bool             // AllDown reported and no daemon up since
-	waiting time.Time        // when the caller's next batch was first owed
+	nextNum  int64            // first number never wanted
+	span     int64            // how far past deliver new numbers are wanted
+	lost     []int64          // numbers owed by daemons that went down, to ask again (sorted)
+	got      map[int64]*Batch // received ahead of their turn
+	deliver  int64            // the next number the caller gets
+	hedged   map[int64]bool   // numbers also wanted of a second daemon
+	allDown  bool             // AllDown reported and no daemon up since
+	failed   error            // what ends the stream for every daemon (streamFailed)
+	failedAt int64            // the number it fails at: the batches before it come first
+	waiting  time.Time        // when the caller's next batch was first owed
 
 	mu   sync.Mutex // guards what Pool reads
 	view []PoolMember
