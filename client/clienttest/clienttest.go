@@ -150,6 +150,9 @@ func (d *Daemon) Kill() {
 	<-d.done
 }
 
+// Pid returns the daemon's process ID (to pin it to cores, say).
+func (d *Daemon) Pid() int { return d.cmd.Process.Pid }
+
 // Signal sends sig to the daemon: SIGSTOP and SIGCONT play a hung daemon.
 func (d *Daemon) Signal(sig os.Signal) error { return d.cmd.Process.Signal(sig) }
 
