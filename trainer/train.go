@@ -69,7 +69,11 @@ type TrainConfig struct {
 	Augment      string // training transform; "" is the dataset's default
 	EvalAugment  string
 	SharedMemory bool // receive batches through the daemon's shared memory
-	Prefetch     int  // batches each stream receives ahead; 0 is the client's default
+	// ValuesOnClient receives uint8 pixels and normalises them here, by the
+	// daemon's table (client.Batch.Values): a quarter of the bytes, for
+	// daemons across the network; the same floats, bit for bit.
+	ValuesOnClient bool
+	Prefetch       int // batches each stream receives ahead; 0 is the client's default
 
 	// Checkpoint is a file path. If it exists, training resumes from it;
 	// it is written every CheckpointEvery steps, at every epoch's end and
@@ -313,6 +317,10 @@ type TrainResult struct {
 	// for the devices (CUDA with --transport shm), or why not; "" when
 	// there was nothing to register.
 	HostRegister string `json:"host_register,omitempty"`
+	// ValuesOnClient: the batches came as uint8 and the trainer applied
+	// the normalisation (TrainConfig.ValuesOnClient, and a daemon that
+	// supports it).
+	ValuesOnClient bool `json:"values_on_client,omitempty"`
 	// Kernels says how CUDA devices loaded their kernels: "PTX", or
 	// "CUBIN sm_XY (…)" when the driver refused the PTX; "" on the CPU.
 	Kernels      string           `json:"kernels,omitempty"`

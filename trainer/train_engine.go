@@ -84,18 +84,43 @@ func streamConfig(c *TrainConfig, rank int, start sampler.Position) client.Strea
 	return client.StreamConfig{Dataset: c.Dataset, Rank: rank, World: w, BatchSize: c.Batch / w, Seed: c.Seed,
 		DropLastBatch: true, Start: start, Epochs: int64(c.Epochs) - start.Epoch, Augment: c.Augment,
 		DType: sample.F32, Layout: sample.CHW, SharedMemory: c.SharedMemory, Prefetch: c.Prefetch,
-		Name: fmt.Sprintf("%s-rank%d", c.Name, rank)}
+		ValuesOnClient: c.ValuesOnClient, Name: fmt.Sprintf("%s-rank%d", c.Name, rank)}
 }
 
 // checkHeader makes sure a stream delivers what the models take.
 func checkHeader(h *pb.StreamHeader, dataset string) error {
-	s := h.GetSampleShape()
-	if h.GetDtype() != pb.DType_DTYPE_F32 || h.GetLayout() != pb.Layout_LAYOUT_CHW || len(s) != 3 ||
+	s, dt := h.GetSampleShape(), h.GetDtype()
+	if len(h.GetValueTable()) > 0 { // uint8 on the wire, the values applied by floats
+		dt = h.GetValueDtype()
+	}
+	if dt != pb.DType_DTYPE_F32 || h.GetLayout() != pb.Layout_LAYOUT_CHW || len(s) != 3 ||
 		s[0] != int64(nn.CIFAR.C) || s[1] != int64(nn.CIFAR.H) || s[2] != int64(nn.CIFAR.W) {
 		return fmt.Errorf("trainer: dataset %q gives %v samples of %v %v; the models take 3×32×32 f32 CHW: %w",
 			dataset, s, h.GetDtype(), h.GetLayout(), ErrTrainConfig)
 	}
 	return nil
+}
+
+// spare is a step's buffers for batches that are not already f32 in
+// place: the values applied on the client, or unaligned bytes.
+type spare struct {
+	f []float32
+	b []byte
+}
+
+// batchFloats returns b's images as f32: a view of its bytes, or, when the
+// stream sends uint8 and the values' table (ValuesOnClient), the table
+// applied into sp.
+func batchFloats(b *client.Batch, sp *spare) ([]float32, error) {
+	data := b.Data
+	if b.DType == sample.U8 {
+		var err error
+		if sp.b, err = b.Values(sp.b); err != nil {
+			return nil, fmt.Errorf("trainer: %w", err)
+		}
+		data = sp.b
+	}
+	return floats(data, &sp.f), nil
 }
 
 // floats views a batch's f32 bytes as []float32 without a copy when the
@@ -126,7 +151,7 @@ type dpEngine struct {
 	samples io.Writer
 	dp      *parallel.DataParallel
 	s       *client.Stream
-	spare   []float32
+	spare   spare
 }
 
 func (e *dpEngine) step(ctx context.Context, lr float64) (stepStats, error) {
@@ -142,7 +167,11 @@ func (e *dpEngine) step(ctx context.Context, lr float64) (stepStats, error) {
 	if batchHook != nil {
 		batchHook(0, b)
 	}
-	st, err := e.dp.Step(floats(b.Data, &e.spare), b.Labels, lr)
+	x, err := batchFloats(b, &e.spare)
+	var st parallel.Stats
+	if err == nil {
+		st, err = e.dp.Step(x, b.Labels, lr)
+	}
 	pos := b.Position()
 	if rerr := b.Release(); err == nil && rerr != nil {
 		err = rerr
@@ -194,7 +223,7 @@ type ddpEngine struct {
 	samples io.Writer
 	ranks   []*parallel.Rank
 	streams []*client.Stream
-	spare   [][]float32
+	spare   []spare
 	res     []stepStats
 	errs    []error
 }
@@ -251,7 +280,11 @@ func (e *ddpEngine) rankStep(ctx context.Context, r int, lr float64) (stepStats,
 	if batchHook != nil {
 		batchHook(e.base+r, b)
 	}
-	st, err := e.ranks[r].Step(floats(b.Data, &e.spare[r]), b.Labels, lr)
+	x, err := batchFloats(b, &e.spare[r])
+	var st parallel.Stats
+	if err == nil {
+		st, err = e.ranks[r].Step(x, b.Labels, lr)
+	}
 	pos := b.Position()
 	if rerr := b.Release(); err == nil && rerr != nil {
 		err = rerr
@@ -348,7 +381,7 @@ func newEngine(cfg *TrainConfig, devs []tensor.Device) (engine, error) {
 		}
 	}
 	k := len(ranks)
-	return &ddpEngine{base: base, samples: samples, ranks: ranks, spare: make([][]float32, k),
+	return &ddpEngine{base: base, samples: samples, ranks: ranks, spare: make([]spare, k),
 		res: make([]stepStats, k), errs: make([]error, k)}, nil
 }
 

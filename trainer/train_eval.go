@@ -20,7 +20,7 @@ type evaluator struct {
 	loss  []*nn.SoftmaxCrossEntropy
 	st    [][2]float32
 	errs  []error
-	spare []float32
+	spare spare
 }
 
 func newEvaluator(ms []*nn.Model) *evaluator {
@@ -58,7 +58,7 @@ func (e *evaluator) syncState() error {
 func evalStream(cfg *TrainConfig) client.StreamConfig {
 	return client.StreamConfig{Dataset: cfg.Eval, BatchSize: cfg.EvalBatch, NoShuffle: true, Epochs: 1,
 		Augment: cfg.EvalAugment, DType: sample.F32, Layout: sample.CHW, SharedMemory: cfg.SharedMemory,
-		Prefetch: cfg.Prefetch, Name: cfg.Name + "-eval"}
+		Prefetch: cfg.Prefetch, ValuesOnClient: cfg.ValuesOnClient, Name: cfg.Name + "-eval"}
 }
 
 // run evaluates one pass over dataset.
@@ -90,7 +90,12 @@ func (e *evaluator) run(ctx context.Context, c *client.Client, cfg *TrainConfig)
 		if err != nil {
 			return nil, fmt.Errorf("trainer: eval %q: %w", cfg.Eval, err)
 		}
-		l, k, err := e.batch(floats(b.Data, &e.spare), b.Labels)
+		x, err := batchFloats(b, &e.spare)
+		var l float64
+		var k int64
+		if err == nil {
+			l, k, err = e.batch(x, b.Labels)
+		}
 		if rerr := b.Release(); err == nil {
 			err = rerr
 		}

@@ -231,6 +231,9 @@ func (t *training) loop(ctx context.Context) error {
 	defer unregisterRegions(regs) // before Train's deferred close unmaps the regions
 	t.res.HostRegister = note
 	t.res.Kernels = kernelCode(t.devs)
+	for _, s := range t.e.openStreams() {
+		t.res.ValuesOnClient = s.ValuesOnClient()
+	}
 	if bpe < 1 {
 		return fmt.Errorf("trainer: dataset %q has fewer samples per rank than a batch of %d: %w",
 			cfg.Dataset, cfg.Batch/cfg.world(), ErrTrainConfig)

@@ -2,6 +2,8 @@ package main
 
 import (
 	"flag"
+	"net"
+	"strings"
 
 	"github.com/loaderd/loaderd/client"
 )
@@ -22,6 +24,26 @@ func (d *dialFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&d.creds.KeyFile, "tls-key", d.creds.KeyFile, "the client certificate's key (default $LOADERD_TLS_KEY)")
 	fs.StringVar(&d.creds.ServerName, "tls-server-name", d.creds.ServerName, "name the daemons' certificates must carry (default each address's host; $LOADERD_TLS_SERVER_NAME)")
 	fs.StringVar(&d.creds.TokenFile, "token-file", d.creds.TokenFile, "file holding a bearer token of the daemons' --auth-tokens (default $LOADERD_TOKEN_FILE; or $LOADERD_TOKEN)")
+}
+
+// remote reports whether addr is across a network: a pool of daemons, or
+// one TCP daemon whose host is not loopback.
+func remote(addr string) bool {
+	if strings.Contains(addr, ",") || strings.HasPrefix(addr, "dns:") {
+		return true
+	}
+	if strings.HasPrefix(addr, "unix:") || strings.HasPrefix(addr, "/") {
+		return false
+	}
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return false
+	}
+	ip := net.ParseIP(host)
+	return ip == nil || !ip.IsLoopback()
 }
 
 // dial connects to addr with the credentials.

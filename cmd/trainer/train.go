@@ -22,6 +22,7 @@ type trainConfig struct {
 	Addr      string
 	Dial      dialFlags
 	Transport string
+	Values    string // where the value ops run: auto, client or daemon
 	JSON      bool
 	Quiet     bool
 	MPILib    string // libmpi file; "" searches the loader's path
@@ -44,6 +45,10 @@ func (c *trainConfig) EnsureDefaults() {
 		c.Transport = "inline"
 	}
 	c.SharedMemory = c.Transport == "shm"
+	if c.Values == "" {
+		c.Values = "auto"
+	}
+	c.ValuesOnClient = c.Values == "client" || c.Values == "auto" && remote(c.Addr)
 	if c.Name == "" {
 		c.Name = fmt.Sprintf("trainer-%d", os.Getpid())
 	}
@@ -67,6 +72,9 @@ func (c *trainConfig) Validate() error {
 	var errs []error
 	if c.Transport != "inline" && c.Transport != "shm" {
 		errs = append(errs, fmt.Errorf("--transport %q: want inline or shm", c.Transport))
+	}
+	if c.Values != "auto" && c.Values != "client" && c.Values != "daemon" {
+		errs = append(errs, fmt.Errorf("--values %q: want auto, client or daemon", c.Values))
 	}
 	if c.LaunchErr != nil {
 		errs = append(errs, c.LaunchErr)
@@ -130,6 +138,7 @@ func trainMain(ctx context.Context, args []string) error {
 	fs.IntVar(&c.CheckpointEvery, "checkpoint-every", 0, "steps between checkpoints (default 200)")
 	fs.Int64Var(&c.MaxSteps, "max-steps", 0, "stop (with a checkpoint) once this many steps of the run are done")
 	fs.StringVar(&c.Transport, "transport", "", "inline or shm (shared memory, same host) (default inline)")
+	fs.StringVar(&c.Values, "values", "", "where normalisation runs: daemon, or client (uint8 on the wire, a quarter of the bytes, the same floats); auto is client for a pool or a host that is not loopback (default auto)")
 	fs.IntVar(&c.Prefetch, "prefetch", 0, "batches each stream receives ahead (default 8)")
 	fs.BoolVar(&c.JSON, "json", false, "print a machine-readable summary on stdout")
 	fs.BoolVar(&c.Quiet, "quiet", false, "no progress lines")
