@@ -280,6 +280,13 @@ func (l *Loader) Want(k int64) error {
 	}
 	l.mu.Lock()
 	l.wants = append(l.wants, k)
+	l.planAndWake()
+	return nil
+}
+
+// planAndWake plans what it can, unlocks l.mu (held on entry), and wakes a
+// Next waiting for a batch to plan.
+func (l *Loader) planAndWake() {
 	if l.err == nil {
 		l.planLocked()
 	}
@@ -288,7 +295,6 @@ func (l *Loader) Want(k int64) error {
 	case l.wake <- struct{}{}:
 	default:
 	}
-	return nil
 }
 
 // Skipped returns the number of samples replaced under SkipOnError.
@@ -365,14 +371,7 @@ func (l *Loader) Release(b *Batch) error {
 	}
 	b.held = false
 	l.idle = append(l.idle, b)
-	if l.err == nil {
-		l.planLocked()
-	}
-	l.mu.Unlock()
-	select {
-	case l.wake <- struct{}{}:
-	default:
-	}
+	l.planAndWake()
 	return nil
 }
 

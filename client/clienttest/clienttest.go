@@ -35,7 +35,7 @@ type Daemon struct {
 
 	dir  string // holds the socket; removed by Stop
 	cmd  *exec.Cmd
-	out  *lockedBuffer
+	out  *LockedBuffer
 	done chan struct{}
 	err  error // the process's exit, valid after done closes
 }
@@ -70,7 +70,7 @@ func New(bin string, args ...string) (*Daemon, error) {
 	}
 	sock := filepath.Join(dir, "loaderd.sock")
 	full := append([]string{"serve", "--unix", sock, "--log-level", "warn"}, args...)
-	d := &Daemon{Addr: "unix://" + sock, Socket: sock, dir: dir, out: &lockedBuffer{}, done: make(chan struct{})}
+	d := &Daemon{Addr: "unix://" + sock, Socket: sock, dir: dir, out: &LockedBuffer{}, done: make(chan struct{})}
 	d.cmd = exec.Command(bin, full...)
 	d.cmd.Stdout, d.cmd.Stderr = d.out, d.out
 	if err := d.cmd.Start(); err != nil {
@@ -273,19 +273,20 @@ func checkoutRoot() (string, bool) {
 	}
 }
 
-// lockedBuffer collects the daemon's output from two pipes.
-type lockedBuffer struct {
+// LockedBuffer is a log that is safe to read while processes or
+// goroutines write it: a daemon's output from its two pipes, say.
+type LockedBuffer struct {
 	mu sync.Mutex
 	b  bytes.Buffer
 }
 
-func (l *lockedBuffer) Write(p []byte) (int, error) {
+func (l *LockedBuffer) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.Write(p)
 }
 
-func (l *lockedBuffer) String() string {
+func (l *LockedBuffer) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()

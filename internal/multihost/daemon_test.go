@@ -3,10 +3,8 @@
 package multihost
 
 import (
-	"bytes"
 	"os/exec"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -22,7 +20,7 @@ const dataset = "train=synthetic:1024?seed=7"
 type daemon struct {
 	Addr string
 	cmd  *exec.Cmd
-	log  *logBuffer
+	log  *clienttest.LockedBuffer
 	done chan struct{}
 }
 
@@ -35,7 +33,7 @@ func startDaemon(t *testing.T, n *network, i int) *daemon {
 	// without it; these links are the test's own.
 	args := []string{"serve", "--listen", n.Addr(i), "--insecure-tcp", "--dataset", dataset, "--workers", "1",
 		"--memory-limit", "256MiB", "--log-level", "info"}
-	d := &daemon{Addr: n.Addr(i), log: &logBuffer{}, done: make(chan struct{})}
+	d := &daemon{Addr: n.Addr(i), log: &clienttest.LockedBuffer{}, done: make(chan struct{})}
 	d.cmd = n.Command(n.Daemons[i].NS, bin, args...)
 	d.cmd.Stdout, d.cmd.Stderr = d.log, d.log
 	if err := d.cmd.Start(); err != nil {
@@ -73,24 +71,6 @@ func (d *daemon) Hang() { d.cmd.Process.Signal(syscall.SIGSTOP) }
 
 // Resume undoes Hang.
 func (d *daemon) Resume() { d.cmd.Process.Signal(syscall.SIGCONT) }
-
-// logBuffer collects a process's output from its goroutines.
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // tail is the last n lines of s.
 func tail(s string, n int) string {

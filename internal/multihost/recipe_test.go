@@ -384,7 +384,7 @@ func checkRecipeCerts(t *testing.T, dir string, hosts []string) {
 // daemon is killed, with the shell, when the test ends.
 func startRecipeHost(t *testing.T, ns, dir, bin, block, ip, data string) {
 	t.Helper()
-	log := &logBuffer{}
+	log := &clienttest.LockedBuffer{}
 	cmd := recipeShell(context.Background(), ns, dir, bin, block, "HOST="+ip, "DATA="+data)
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {

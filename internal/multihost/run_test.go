@@ -39,7 +39,7 @@ type trainer struct {
 	cmd       *exec.Cmd
 	stdin     io.WriteCloser
 	lines     chan string
-	stderr    *logBuffer
+	stderr    *clienttest.LockedBuffer
 	deadline  time.Time
 	Batches   []batchRec
 	Events    []event
@@ -65,7 +65,7 @@ func startTrainer(t *testing.T, n *network, env map[string]string) *trainer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr := &trainer{t: t, lines: make(chan string, 64), stderr: &logBuffer{}, deadline: time.Now().Add(runLimit), waiting: "the end of the stream"}
+	tr := &trainer{t: t, lines: make(chan string, 64), stderr: &clienttest.LockedBuffer{}, deadline: time.Now().Add(runLimit), waiting: "the end of the stream"}
 	tr.cmd = n.Command(n.Trainer.NS, self, "-test.run=^$")
 	tr.cmd.Env = append(os.Environ(), "MULTIHOST_ROLE=trainer")
 	for k, v := range env {

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
 	"fmt"
@@ -12,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -28,31 +26,13 @@ import (
 	pb "github.com/loaderd/loaderd/proto/loaderd/v1"
 )
 
-// logBuffer is a log safe to read while the server writes it.
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // startSecure serves synthetic datasets "a" and "b" with sc's security on
 // a loopback TCP port, and on a Unix socket; it returns the server, the
 // TCP address, the socket's address and the server's log. Files are
 // looked at for changes on every use.
-func startSecure(t *testing.T, sc SecurityConfig) (srv *Server, tcp, unix string, log *logBuffer) {
+func startSecure(t *testing.T, sc SecurityConfig) (srv *Server, tcp, unix string, log *clienttest.LockedBuffer) {
 	t.Helper()
-	log = &logBuffer{}
+	log = &clienttest.LockedBuffer{}
 	sc.Logger = slog.New(slog.NewTextHandler(log, nil))
 	sc.ReloadEvery = time.Nanosecond
 	sec, err := NewSecurity(sc)
