@@ -38,10 +38,7 @@ func BenchmarkPool(b *testing.B) {
 	}
 	data := largeImagesTar(b)
 	dir := b.TempDir()
-	ca := clienttest.NewCA(b, "bench CA")
-	caFile := ca.Write(b, dir, "ca")
-	srvCert, srvKey := ca.Server(b).Write(b, dir, "server")
-	cliCert, cliKey := ca.Issue(b, clienttest.LeafOptions{Name: "trainer", Client: true}).Write(b, dir, "client")
+	tf := clienttest.WriteTLS(b, dir)
 	tokens := filepath.Join(dir, "tokens")
 	if err := os.WriteFile(tokens, []byte("bench-token-0123456789 datasets=large\n"), 0o600); err != nil {
 		b.Fatal(err)
@@ -49,12 +46,11 @@ func BenchmarkPool(b *testing.B) {
 	b.Setenv("GOMAXPROCS", "1") // the daemons'; this process's runtime has started
 	var addrs []string
 	for core := range 2 {
-		d := clienttest.Start(b, "--dataset", "large=tar:"+data+"?size=any", "--workers", "1", "--log-level", "info",
-			"--listen", "127.0.0.1:0", "--tls-cert", srvCert, "--tls-key", srvKey, "--tls-client-ca", caFile, "--auth-tokens", tokens)
+		d := clienttest.Start(b, append(tf.DaemonArgs(), "--dataset", "large=tar:"+data+"?size=any", "--workers", "1", "--auth-tokens", tokens)...)
 		pin(b, d.Pid(), core)
 		addrs = append(addrs, d.TCPAddr(b))
 	}
-	creds := client.Credentials{CAFile: caFile, CertFile: cliCert, KeyFile: cliKey, Token: "bench-token-0123456789"}
+	creds := client.Credentials{CAFile: tf.CA, CertFile: tf.ClientCert, KeyFile: tf.ClientKey, Token: "bench-token-0123456789"}
 	for _, c := range []struct {
 		hosts  int
 		values bool

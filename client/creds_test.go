@@ -225,18 +225,14 @@ func TestCredentialsFromEnv(t *testing.T) {
 // with CredentialsFromEnv's credentials, and refuses one without a token.
 func TestCredentialsDaemon(t *testing.T) {
 	dir := t.TempDir()
-	ca := clienttest.NewCA(t, "test CA")
-	caFile := ca.Write(t, dir, "ca")
-	srvCert, srvKey := ca.Server(t).Write(t, dir, "server")
-	cliCert, cliKey := ca.Issue(t, clienttest.LeafOptions{Name: "rank0", Client: true}).Write(t, dir, "client")
+	tf := clienttest.WriteTLS(t, dir)
 	tokens := filepath.Join(dir, "tokens")
 	if err := os.WriteFile(tokens, []byte("# test\ntok-0123456789abcdef datasets=train streams=2\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	d := clienttest.Start(t, "--dataset", "train=synthetic:64", "--workers", "2", "--log-level", "info",
-		"--listen", "127.0.0.1:0", "--tls-cert", srvCert, "--tls-key", srvKey, "--tls-client-ca", caFile, "--auth-tokens", tokens)
-	addr := tcpAddr(t, d)
-	for k, v := range map[string]string{"LOADERD_TLS_CA": caFile, "LOADERD_TLS_CERT": cliCert, "LOADERD_TLS_KEY": cliKey} {
+	d := clienttest.Start(t, append(tf.DaemonArgs(), "--dataset", "train=synthetic:64", "--workers", "2", "--auth-tokens", tokens)...)
+	addr := d.TCPAddr(t)
+	for k, v := range map[string]string{"LOADERD_TLS_CA": tf.CA, "LOADERD_TLS_CERT": tf.ClientCert, "LOADERD_TLS_KEY": tf.ClientKey} {
 		t.Setenv(k, v)
 	}
 	dial := func(token string) *client.Client {
@@ -281,5 +277,3 @@ func TestCredentialsDaemon(t *testing.T) {
 		t.Fatalf("without a token: %v, want UNAUTHENTICATED", err)
 	}
 }
-
-func tcpAddr(t *testing.T, d *clienttest.Daemon) string { return d.TCPAddr(t) }

@@ -148,3 +148,28 @@ func serial(tb testing.TB) *big.Int {
 	}
 	return n
 }
+
+// TLSFiles are the files of a loopback daemon serving mutual TLS and of its
+// client, as WriteTLS writes them.
+type TLSFiles struct {
+	CA                    string // the CA's certificate: --tls-client-ca, and the client's trust
+	ServerCert, ServerKey string // --tls-cert, --tls-key (127.0.0.1, ::1, localhost)
+	ClientCert, ClientKey string // a client certificate of the same CA
+}
+
+// WriteTLS makes a CA, a server certificate and a client certificate, and
+// writes them in dir.
+func WriteTLS(tb testing.TB, dir string) TLSFiles {
+	tb.Helper()
+	ca := NewCA(tb, "test CA")
+	f := TLSFiles{CA: ca.Write(tb, dir, "ca")}
+	f.ServerCert, f.ServerKey = ca.Server(tb).Write(tb, dir, "server")
+	f.ClientCert, f.ClientKey = ca.Issue(tb, LeafOptions{Name: "trainer", Client: true}).Write(tb, dir, "client")
+	return f
+}
+
+// DaemonArgs are the loaderd serve flags that serve f on a loopback TCP
+// port of the system's choosing (see Daemon.TCPAddr).
+func (f TLSFiles) DaemonArgs() []string {
+	return []string{"--log-level", "info", "--listen", "127.0.0.1:0", "--tls-cert", f.ServerCert, "--tls-key", f.ServerKey, "--tls-client-ca", f.CA}
+}

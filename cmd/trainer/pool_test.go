@@ -17,10 +17,7 @@ import (
 // wrong token is refused with the daemon's message.
 func TestConsumePoolTLS(t *testing.T) {
 	dir := t.TempDir()
-	ca := clienttest.NewCA(t, "pool CA")
-	caFile := ca.Write(t, dir, "ca")
-	srvCert, srvKey := ca.Server(t).Write(t, dir, "server")
-	cliCert, cliKey := ca.Issue(t, clienttest.LeafOptions{Name: "trainer", Client: true}).Write(t, dir, "client")
+	tf := clienttest.WriteTLS(t, dir)
 	tokens, token, bad := filepath.Join(dir, "tokens"), filepath.Join(dir, "token"), filepath.Join(dir, "bad")
 	for f, s := range map[string]string{tokens: "tok-pool-0123456789 datasets=train\n", token: "tok-pool-0123456789\n", bad: "tok-wrong-0123456789\n"} {
 		if err := os.WriteFile(f, []byte(s), 0o600); err != nil {
@@ -29,13 +26,12 @@ func TestConsumePoolTLS(t *testing.T) {
 	}
 	var addrs []string
 	for range 2 {
-		d := clienttest.Start(t, "--dataset", "train=synthetic:200?seed=9", "--workers", "1", "--log-level", "info",
-			"--listen", "127.0.0.1:0", "--tls-cert", srvCert, "--tls-key", srvKey, "--tls-client-ca", caFile, "--auth-tokens", tokens)
+		d := clienttest.Start(t, append(tf.DaemonArgs(), "--dataset", "train=synthetic:200?seed=9", "--workers", "1", "--auth-tokens", tokens)...)
 		addrs = append(addrs, d.TCPAddr(t))
 	}
 	args := func(tok string) []string {
 		return []string{"consume", "--addr", strings.Join(addrs, ","), "--dataset", "train", "--batch", "10", "--json",
-			"--tls-ca", caFile, "--tls-cert", cliCert, "--tls-key", cliKey, "--token-file", tok}
+			"--tls-ca", tf.CA, "--tls-cert", tf.ClientCert, "--tls-key", tf.ClientKey, "--token-file", tok}
 	}
 	out, errs, code := runTrainer(t, args(token)...)
 	if code != 0 {
