@@ -52,6 +52,11 @@ func TestValuesMapping(t *testing.T) {
 					if err != nil || !bytes.Equal(got, want) || b.ValueDType() != dt {
 						t.Fatalf("%v %v %d channels, dst at +%d: %v, or other bytes", dt, layout, c, off, err)
 					}
+					// Here, with no stream receiving meanwhile, the count is
+					// Values' own.
+					if n := testing.AllocsPerRun(3, func() { b.Values(got) }); n != 0 {
+						t.Fatalf("%v %v %d channels, dst at +%d: Values allocates %v times into a dst large enough", dt, layout, c, off, n)
+					}
 				}
 			}
 		}
