@@ -55,7 +55,9 @@ func (s *Stream) schedule() {
 			return
 		}
 		s.housekeep(take, func(b *Batch) { spare = append(spare, b) })
-		s.publish()
+		if time.Since(p.published) >= poolTick { // a report, not a per-batch copy
+			s.publish()
+		}
 		var free chan *Batch // wait for a buffer only when one would be used
 		if len(spare) == 0 && s.canAssign() {
 			free = s.free
@@ -443,6 +445,7 @@ func (s *Stream) publish() {
 	p.mu.Lock()
 	p.view = view
 	p.mu.Unlock()
+	p.published = time.Now()
 }
 
 // endPool closes every daemon's stream, waits for the receivers to let go
@@ -465,7 +468,8 @@ func (s *Stream) endPool() {
 }
 
 // Pool reports the daemons of a pool stream (nil for a stream on one
-// daemon).
+// daemon): as of at most 50 ms ago while the stream runs, exact once it
+// has ended.
 func (s *Stream) Pool() []PoolMember {
 	if s.pool == nil {
 		return nil

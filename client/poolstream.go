@@ -39,8 +39,9 @@ type poolState struct {
 	failedAt int64            // the number it fails at: the batches before it come first
 	waiting  time.Time        // when the caller's next batch was first owed
 
-	mu   sync.Mutex // guards what Pool reads
-	view []PoolMember
+	mu        sync.Mutex // guards what Pool reads
+	view      []PoolMember
+	published time.Time // when view was made: at most once a poolTick, and at the end
 
 	recv     sync.WaitGroup // member receivers, which write into the ring
 	lastWait atomic.Int64   // the caller's last wait in Next, in ns
