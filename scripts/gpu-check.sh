@@ -48,7 +48,7 @@ while [ $# -gt 0 ]; do
   esac
   shift
 done
-all=(facts cuda-test sanitizer devices transfer profile cifar torch)
+all=(facts cuda-test sanitizer devices transfer profile cifar torch torch-step)
 [ ${#steps[@]} -gt 0 ] || steps=("${all[@]}")
 for s in "${steps[@]}"; do
   [[ " ${all[*]} " == *" $s "* ]] || { echo "gpu-check: unknown step $s (steps: ${all[*]})" >&2; exit 2; }
@@ -204,6 +204,8 @@ extract_cuda_test() {
   awk '/^== /{pkg=$2} /^--- (PASS|FAIL|SKIP)/{n[pkg" "$2]++} /^--- (FAIL|SKIP)/{print pkg": "$0} /^(ok|FAIL|PASS)$/{} END {for (k in n) print k, n[k]}' "$1" | sort | uniq | head -60
   grep -A8 -E '^\s*--- FAIL' "$1" | head -60
   grep -m1 -o 'cuda:.*kernels loaded as.*' "$1" || true
+  grep -m1 -oE 'cuDNN [0-9]+\.[0-9]+\.[0-9]+.*' "$1" || true
+  grep -E '(TestCUDNNMatchesOwnKernels|→.* y [0-9.e+-]+  dx )' "$1" | sed 's/^ *//' | head -30
 }
 
 step_sanitizer() {
@@ -345,6 +347,8 @@ print(f"{res['model']} ({res['params']} parameters) on {res['devices']} {res.get
 print("shared-memory registration:", res.get("host_register") or "none (not CUDA, or not --transport shm)")
 if res.get("kernels"):
     print("kernels loaded as:", res["kernels"])
+if res.get("convolutions"):
+    print("convolutions:", res["convolutions"])
 print(f"{res['images']} images in {res['seconds']:.1f} s: {res['images_per_s']:.0f} images/s, data wait {100 * res['wait_share']:.2f}% of step time")
 t, reached = 0.0, None
 for e in res["epochs"]:
@@ -383,6 +387,15 @@ step_torch() {
   run_step torch "${TORCH_TIMEOUT:-420}" "python3 python/examples/gpu_compare.py --workdir \$WORK/torch ${args[*]}" env PYTHONUNBUFFERED=1 LOADERD_BIN="$work/bin/loaderd" "$py" python/examples/gpu_compare.py \
     --workdir "$work/torch" "${args[@]}"
 }
+# torch-step: PyTorch's own step rate for BenchmarkStep's ResNet-18 on
+# resident random data (bf16 channels-last, TF32, f32), the denominator
+# of the Go trainer's ratio.
+step_torch_step() {
+  [ -n "$py" ] || { skip torch-step "no python3 with torch"; return; }
+  [ $gpu = 1 ] || { skip torch-step "no GPU ($why_no_gpu)"; return; }
+  run_step torch-step "${TORCH_STEP_TIMEOUT:-120}" "python3 python/examples/torch_step.py" "$py" python/examples/torch_step.py
+}
+extract_torch_step() { grep -E '^(#|\|)' "$1" | head -n 10; }
 extract_torch() { sed -n '/^| /,$p' "$1" | head -n 40; grep -E '^(#|note)' "$1" | head; }
 
 for s in "${steps[@]}"; do
@@ -395,6 +408,7 @@ for s in "${steps[@]}"; do
     profile) step_profile ;;
     cifar) step_cifar ;;
     torch) step_torch ;;
+    torch-step) step_torch_step ;;
   esac
 done
 

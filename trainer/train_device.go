@@ -70,3 +70,15 @@ func kernelCode(devs []tensor.Device) string {
 	}
 	return strings.Join(codes, "; ")
 }
+
+// convEngine reports what runs the CUDA devices' convolutions (each
+// device's CUDNN, once per distinct answer); "" without CUDA devices.
+func convEngine(devs []tensor.Device) string {
+	var out []string
+	for _, d := range devs {
+		if c, ok := d.(interface{ CUDNN() string }); ok && !slices.Contains(out, c.CUDNN()) {
+			out = append(out, c.CUDNN())
+		}
+	}
+	return strings.Join(out, "; ")
+}

@@ -231,6 +231,7 @@ func (t *training) loop(ctx context.Context) error {
 	defer unregisterRegions(regs) // before Train's deferred close unmaps the regions
 	t.res.HostRegister = note
 	t.res.Kernels = kernelCode(t.devs)
+	t.res.Convolutions = convEngine(t.devs)
 	for _, s := range t.e.openStreams() {
 		t.res.ValuesOnClient = s.ValuesOnClient()
 	}

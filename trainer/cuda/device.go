@@ -36,6 +36,13 @@ type Config struct {
 	// NoCUBLAS uses the reference GEMM kernel even when cuBLAS is present
 	// (tests compare the two).
 	NoCUBLAS bool
+	// CUDNN is where libcudnn.so.9 is; NoCUDNN runs convolutions as
+	// im2col and GEMM even when cuDNN is present (tests compare the two).
+	CUDNN   driver.Options
+	NoCUDNN bool
+	// CUDNNHeuristic takes cuDNN's heuristic choice of algorithm instead
+	// of timing each candidate on a layer's first pass.
+	CUDNNHeuristic bool
 
 	compiler kernels.Compiler // tests: replaces NVRTC
 }
@@ -56,6 +63,8 @@ type Device struct {
 	fn     [kCount]driver.Function
 	blas   *driver.CUBLAS
 	blasH  uintptr
+	dnn    *dnn
+	dnnWhy string // why dnn is nil
 
 	status   driver.DevicePtr // kernels set bit 0 on a bad label
 	statusOp string           // the first op since Sync that may set it
@@ -80,6 +89,7 @@ type Device struct {
 var (
 	_ tensor.Device       = (*Device)(nil)
 	_ tensor.ScratchSizer = (*Device)(nil)
+	_ tensor.Convolver    = (*Device)(nil)
 )
 
 // New opens GPU cfg.Ordinal: it loads the driver, retains the primary
@@ -186,6 +196,7 @@ func (d *Device) open(cfg Config) error {
 		return fmt.Errorf("cuda: %w", err)
 	}
 	d.loadCUBLAS(cfg)
+	d.loadCUDNN(cfg)
 	return cu.Check("cuStreamSynchronize", cu.StreamSynchronize(d.stream))
 }
 
@@ -407,6 +418,7 @@ func (d *Device) release() {
 		a.p, a.t = 0, 0
 	}
 	d.allocs = nil
+	d.closeCUDNN()
 	if d.blas != nil {
 		d.blas.Destroy(d.blasH)
 		d.blas = nil

@@ -344,7 +344,7 @@ func openEmu(t *testing.T, blas bool) *Device { return openEmuOf(t, blas, false)
 func openEmuOf(t *testing.T, blas, index64 bool) *Device {
 	lib := emuLibraryOf(t, index64)
 	cu, m := emuDriver(t, lib)
-	d, err := newDevice(cu, Config{NoCache: true, NoCUBLAS: true, compiler: fakePTX{}})
+	d, err := newDevice(cu, Config{NoCache: true, NoCUBLAS: true, NoCUDNN: true, compiler: fakePTX{}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -445,7 +445,7 @@ func TestEmulatedCUBINWhenPTXRefused(t *testing.T) {
 				*m = 1
 				return driver.Success
 			}
-			d, err := newDevice(cu, Config{NoCache: true, NoCUBLAS: true, compiler: tc.comp})
+			d, err := newDevice(cu, Config{NoCache: true, NoCUBLAS: true, NoCUDNN: true, compiler: tc.comp})
 			if tc.wantErr {
 				if err == nil || !strings.Contains(err.Error(), tc.want) {
 					d.Close()

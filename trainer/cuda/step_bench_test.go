@@ -88,16 +88,20 @@ func BenchmarkStep(b *testing.B) {
 	small := nn.CNNConfig{Widths: []int{64, 128, 256}, Blocks: []int{1, 1, 1}, Classes: 10}
 	resnet18 := nn.CNNConfig{Widths: []int{64, 128, 256, 512}, Blocks: []int{2, 2, 2, 2}, Classes: 10}
 	for _, c := range []struct {
-		name string
-		cnn  nn.CNNConfig
-		tf32 bool
+		name      string
+		cnn       nn.CNNConfig
+		tf32, own bool
 	}{
-		{"cnn-64-128-256", small, false},
-		{"cnn-64-128-256", small, true},
-		{"resnet18", resnet18, false},
-		{"resnet18", resnet18, true},
+		{"cnn-64-128-256", small, true, false},
+		{"resnet18", resnet18, false, false},
+		{"resnet18", resnet18, true, false},
+		{"resnet18", resnet18, true, true}, // im2col + cuBLAS: the old code, in the same run
 	} {
-		name := fmt.Sprintf("model=%s/batch=512/tf32=%v", c.name, c.tf32)
-		b.Run(name, func(b *testing.B) { benchStep(b, Config{TF32: c.tf32}, c.cnn, 512) })
+		conv := "cudnn"
+		if c.own {
+			conv = "own"
+		}
+		name := fmt.Sprintf("model=%s/batch=512/tf32=%v/conv=%s", c.name, c.tf32, conv)
+		b.Run(name, func(b *testing.B) { benchStep(b, Config{TF32: c.tf32, NoCUDNN: c.own}, c.cnn, 512) })
 	}
 }

@@ -1,6 +1,8 @@
 package devices
 
 import (
+	"github.com/loaderd/loaderd/trainer/cuda/driver"
+
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -49,6 +51,9 @@ type Report struct {
 	GPUs    []GPU  `json:"gpus"`
 	CPUs    []CPU  `json:"cpus"`
 	Cores   int    `json:"cores"`
+	// Convolutions says what will run the GPUs' convolutions: cuDNN with
+	// its version and file, or the own kernels and why ("" without GPUs).
+	Convolutions string `json:"convolutions,omitempty"`
 	// NoGPU says why GPUs is empty ("" when it is not).
 	NoGPU string `json:"no_gpu,omitempty"`
 	// Err is the NVML problem behind NoGPU, if there was one (ErrNoDriver,
@@ -91,6 +96,8 @@ func Discover(o Options) Report {
 		r.GPUs = selectVisible(all, visible, set)
 		if len(r.GPUs) == 0 {
 			r.NoGPU = fmt.Sprintf("%d NVIDIA GPU(s) found, none visible with CUDA_VISIBLE_DEVICES=%q", len(all), visible)
+		} else {
+			r.Convolutions = convolutions()
 		}
 	}
 	return r
@@ -169,6 +176,9 @@ func (r Report) WriteText(w io.Writer) error {
 		if len(r.GPUs) > 1 {
 			on = fmt.Sprintf("cuda:0..%d", len(r.GPUs)-1)
 		}
+		if r.Convolutions != "" {
+			fmt.Fprintf(&b, "convolutions: %s\n", r.Convolutions)
+		}
 		fmt.Fprintf(&b, "trainer train --device auto trains on %s; with --device cpu on:\n", on)
 	} else {
 		fmt.Fprintf(&b, "%s: using CPU devices\n", r.NoGPU)
@@ -196,4 +206,15 @@ func pct(v int) string {
 		return "n/a"
 	}
 	return strconv.Itoa(v) + "%"
+}
+
+// convolutions loads cuDNN as trainer/cuda would and says what it found.
+func convolutions() string {
+	l, err := driver.LoadCUDNN(driver.Options{})
+	if err != nil {
+		return "own kernels (im2col + GEMM): " + err.Error()
+	}
+	defer l.Close()
+	v := l.Version()
+	return fmt.Sprintf("cuDNN %d.%d.%d (%s)", v/10000, v/100%100, v%100, l.Path())
 }

@@ -11,7 +11,8 @@ import (
 // device that is a tensor.ScratchSizer sets its own bound.
 var convChunkFloats = 1 << 19
 
-// Conv2d is a 2-D convolution by im2col + GEMM. W is Cout×Cin×K×K.
+// Conv2d is a 2-D convolution: one call per pass on a tensor.Convolver
+// (cuDNN), else im2col + GEMM in chunks of images. W is Cout×Cin×K×K.
 type Conv2d struct {
 	Cin, Cout, K, Stride, Pad int
 	w, b                      Param
@@ -70,12 +71,16 @@ func (l *Conv2d) Forward(c *Ctx, x Tensor) (Tensor, error) {
 	if err != nil {
 		return Tensor{}, err
 	}
+	d := c.Dev
+	if cv, ok := d.(tensor.Convolver); ok && cv.Convolutions() {
+		cv.ConvForward(y.Buf, x.Buf, l.w.W, l.g, l.Cout, x.N)
+		return l.finish(c, x, y)
+	}
 	nb, ws, err := l.chunk(c, x.N)
 	if err != nil {
 		return Tensor{}, err
 	}
 	K, P, is, os := l.g.K(), l.g.P(), l.in.Size(), l.out.Size()
-	d := c.Dev
 	for i0 := 0; i0 < x.N; i0 += nb {
 		b := min(nb, x.N-i0)
 		col := ws.Slice(0, K*b*P)
@@ -89,12 +94,17 @@ func (l *Conv2d) Forward(c *Ctx, x Tensor) (Tensor, error) {
 		d.Gemm(tensor.NoTrans, tensor.NoTrans, l.Cout, b*P, K, 1, l.w.W, K, col, b*P, 0, tmp, b*P)
 		d.Transpose12(ys, tmp, l.Cout, b, P)
 	}
+	return l.finish(c, x, y)
+}
+
+// finish adds the bias to y and keeps x for Backward.
+func (l *Conv2d) finish(c *Ctx, x, y Tensor) (Tensor, error) {
 	if l.hasBias {
-		d.AddBias(y.Buf, l.b.W, x.N, l.Cout, P)
+		c.Dev.AddBias(y.Buf, l.b.W, x.N, l.Cout, l.g.P())
 	}
 	c.half(y.Buf)
 	l.x = x
-	return y, d.Err()
+	return y, c.Dev.Err()
 }
 
 func (l *Conv2d) Backward(c *Ctx, dy Tensor, needDx bool) (Tensor, error) {
@@ -109,12 +119,19 @@ func (l *Conv2d) Backward(c *Ctx, dy Tensor, needDx bool) (Tensor, error) {
 			return Tensor{}, err
 		}
 	}
+	d := c.Dev
+	if cv, ok := d.(tensor.Convolver); ok && cv.Convolutions() {
+		cv.ConvBackwardFilter(l.w.G, l.x.Buf, dy.Buf, l.g, l.Cout, n, 0)
+		if needDx {
+			cv.ConvBackwardData(dx.Buf, dy.Buf, l.w.W, l.g, l.Cout, n)
+		}
+		return l.finishBackward(c, dy, dx)
+	}
 	nb, ws, err := l.chunk(c, n)
 	if err != nil {
 		return Tensor{}, err
 	}
 	K, P, is, os := l.g.K(), l.g.P(), l.in.Size(), l.out.Size()
-	d := c.Dev
 	for i0 := 0; i0 < n; i0 += nb {
 		b := min(nb, n-i0)
 		col := ws.Slice(0, K*b*P)
@@ -135,9 +152,14 @@ func (l *Conv2d) Backward(c *Ctx, dy Tensor, needDx bool) (Tensor, error) {
 			d.Col2Im(dx.Buf.Slice(i0*is, b*is), col, l.g, b)
 		}
 	}
+	return l.finishBackward(c, dy, dx)
+}
+
+// finishBackward sums the bias gradient and rounds dx as AMP would.
+func (l *Conv2d) finishBackward(c *Ctx, dy, dx Tensor) (Tensor, error) {
 	if l.hasBias {
-		d.ChannelSum(l.b.G, dy.Buf, n, l.Cout, P)
+		c.Dev.ChannelSum(l.b.G, dy.Buf, dy.N, l.Cout, l.g.P())
 	}
 	c.half(dx.Buf)
-	return dx, d.Err()
+	return dx, c.Dev.Err()
 }

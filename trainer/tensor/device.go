@@ -113,6 +113,22 @@ type Device interface {
 	NonFinite(dst, x Buffer)
 }
 
+// Convolver is implemented by devices with a convolution library (cuDNN on
+// a GPU): while Convolutions reports true, Conv2d runs each pass as one
+// call over the whole batch instead of im2col and GEMMs. Layouts are
+// Im2Col's: x is n×C×H×W, w is cout×C×KH×KW, y is n×cout×OH×OW, all NCHW.
+// Kernels return nothing, as Device's do.
+type Convolver interface {
+	Convolutions() bool
+	// ConvForward sets y = x ⋆ w (cross-correlation, as deep learning means
+	// convolution).
+	ConvForward(y, x, w Buffer, g ConvGeom, cout, n int)
+	// ConvBackwardData sets dx to the gradient of x (overwrites dx).
+	ConvBackwardData(dx, dy, w Buffer, g ConvGeom, cout, n int)
+	// ConvBackwardFilter sets dw = beta·dw + the gradient of w over the batch.
+	ConvBackwardFilter(dw, x, dy Buffer, g ConvGeom, cout, n int, beta float32)
+}
+
 // SGDArgs are the hyper-parameters of one SGD update, with PyTorch meaning.
 // First marks the first step, on which the momentum buffer is set to the
 // gradient (no dampening), as torch.optim.SGD does.
