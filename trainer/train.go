@@ -323,10 +323,10 @@ type TrainResult struct {
 	ValuesOnClient bool `json:"values_on_client,omitempty"`
 	// Kernels says how CUDA devices loaded their kernels: "PTX", or
 	// "CUBIN sm_XY (…)" when the driver refused the PTX; "" on the CPU.
-	Kernels      string           `json:"kernels,omitempty"`
+	Kernels string `json:"kernels,omitempty"`
 	// Convolutions says what runs the CUDA devices' convolutions: "cuDNN
 	// 9.x.y (path)", or the own kernels and why not cuDNN; "" on the CPU.
-	Convolutions string `json:"convolutions,omitempty"`
+	Convolutions string           `json:"convolutions,omitempty"`
 	Params       int              `json:"params"`
 	Start        sampler.Position `json:"start"`    // where this process began
 	Position     sampler.Position `json:"position"` // next batch to train on
