@@ -84,6 +84,14 @@ type Device struct {
 
 	prof    map[string]*OpTime // SetProfile; nil when off
 	scratch int                // ScratchFloats; tests shrink it to force many chunks
+
+	// Split channel reductions (ops_reduce.go): the GPU's multiprocessors,
+	// the fewest elements a block reduces (tests lower it to split small
+	// tensors), and the partial sums, grown as needed.
+	sms       int
+	reduceMin int
+	part      driver.DevicePtr
+	partLen   int // doubles
 }
 
 var (
@@ -147,7 +155,7 @@ func newDevice(cu *driver.CUDA, cfg Config) (*Device, error) {
 	if cfg.Ordinal < 0 || cfg.Ordinal >= int(count) {
 		return nil, fmt.Errorf("%w: ordinal %d, %d devices", ErrNoDevice, cfg.Ordinal, count)
 	}
-	d := &Device{cu: cu, allocs: make(map[*alloc]struct{}), scratch: scratchFloats}
+	d := &Device{cu: cu, allocs: make(map[*alloc]struct{}), scratch: scratchFloats, reduceMin: reduceMinPerBlock}
 	d.name = cfg.Name
 	if d.name == "" {
 		d.name = fmt.Sprintf("cuda:%d", cfg.Ordinal)
@@ -172,6 +180,10 @@ func (d *Device) open(cfg Config) error {
 		return fmt.Errorf("cuda: %w", err)
 	}
 	d.cc = [2]int{int(ma), int(mi)}
+	var sms int32
+	if cu.DeviceGetAttribute(&sms, driver.AttrMultiprocessorCount, d.dev) == driver.Success {
+		d.sms = int(sms) // only sizes the split reductions: 0 keeps them whole
+	}
 	if err := cu.Check("cuDeviceTotalMem", cu.DeviceTotalMem(&d.mem, d.dev)); err != nil {
 		return fmt.Errorf("cuda: %w", err)
 	}
@@ -419,6 +431,10 @@ func (d *Device) release() {
 	}
 	d.allocs = nil
 	d.closeCUDNN()
+	if d.part != 0 {
+		cu.MemFree(d.part)
+		d.part = 0
+	}
 	if d.blas != nil {
 		d.blas.Destroy(d.blasH)
 		d.blas = nil

@@ -16,6 +16,7 @@ import (
 	"github.com/ebitengine/purego"
 	"github.com/loaderd/loaderd/trainer/cuda/driver"
 	"github.com/loaderd/loaderd/trainer/cuda/kernels"
+	"github.com/loaderd/loaderd/trainer/tensor"
 )
 
 // The emulator compiles the embedded CUDA sources as C++ for the host (a
@@ -465,5 +466,39 @@ func TestEmulatedCUBINWhenPTXRefused(t *testing.T) {
 			}
 			compareWithCPU(t, d)
 		})
+	}
+}
+
+// The channel reductions split over several blocks a channel (as a large
+// batch is on a GPU with many multiprocessors) add their partial sums to
+// what the CPU computes: here every reduction with more than one outer
+// index splits.
+func TestEmulatedSplitReductionsMatchCPU(t *testing.T) {
+	d := openEmu(t, true)
+	d.sms, d.reduceMin = 16, 1
+	if s := d.reduceSplits(5, 3, 7); s != 5 {
+		t.Fatalf("reduceSplits(5, 3, 7) = %d, want 5 (one per outer index)", s)
+	}
+	compareWithCPU(t, d)
+	trainMatchesCPU(t, func(int) []tensor.Device { return []tensor.Device{d} }, 1, 1e-4)
+}
+
+func TestReduceSplits(t *testing.T) {
+	d := &Device{sms: 132, reduceMin: reduceMinPerBlock}
+	for _, tc := range []struct{ outer, c, inner, want int }{
+		{512, 64, 1024, 9},   // ResNet's first stage: 64 channels fill 132 SMs 4× over
+		{512, 512, 16, 1},    // its last: 512 blocks already, 8k elements a channel
+		{512, 128, 256, 5},   // second stage
+		{4, 64, 65536, 4},    // no more splits than outer indices
+		{4, 3, 10, 1},        // too small to split
+		{100000, 1, 1, 6},    // 100k elements, at least 16k a block
+		{100000, 1, 100, 64}, // capped
+	} {
+		if got := d.reduceSplits(tc.outer, tc.c, tc.inner); got != tc.want {
+			t.Errorf("reduceSplits(%d, %d, %d) = %d, want %d", tc.outer, tc.c, tc.inner, got, tc.want)
+		}
+	}
+	if got := (&Device{reduceMin: 1}).reduceSplits(512, 64, 1024); got != 1 {
+		t.Errorf("without a multiprocessor count: %d splits, want 1", got)
 	}
 }

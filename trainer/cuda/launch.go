@@ -41,6 +41,7 @@ const (
 	kGemm
 	kRound
 	kNonFinite
+	kChanParts
 	kCount
 )
 
@@ -54,7 +55,7 @@ var kernelNames = [kCount]string{
 	kCount1: "count_correct_f32", kIm2Col: "im2col_f32", kCol2Im: "col2im_f32",
 	kPool: "maxpool_f32", kPoolB: "maxpool_backward_f32", kCE: "softmax_ce_f32",
 	kCEB: "softmax_ce_backward_f32", kScaleMat: "scale_matrix_f32", kGemm: "gemm_f32",
-	kRound: "round_f32", kNonFinite: "nonfinite_f32",
+	kRound: "round_f32", kNonFinite: "nonfinite_f32", kChanParts: "channel_parts_f32",
 }
 
 const (

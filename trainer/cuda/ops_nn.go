@@ -44,7 +44,7 @@ func (d *Device) ChannelSum(dst, x tensor.Buffer, outer, c, inner int) {
 		d.i32(outer)
 		d.i32(c)
 		d.i32(inner)
-		d.blocks("channelsum", kChanSum, c)
+		d.splitReduce("channelsum", kChanSum, pz, 0, outer, c, inner)
 	}
 }
 
@@ -63,7 +63,7 @@ func (d *Device) ChannelSqDev(dst, x, mean tensor.Buffer, outer, c, inner int) {
 		d.i32(outer)
 		d.i32(c)
 		d.i32(inner)
-		d.blocks("channelsqdev", kChanSq, c)
+		d.splitReduce("channelsqdev", kChanSq, pz, 0, outer, c, inner)
 	}
 }
 
@@ -89,7 +89,7 @@ func (d *Device) BNGradSums(sdy, sdyx, dy, x, mean, invstd tensor.Buffer, n, c, 
 		d.i32(n)
 		d.i32(c)
 		d.i32(hw)
-		d.blocks(op, kBNSums, c)
+		d.splitReduce(op, kBNSums, ps, pt, n, c, hw)
 	}
 }
 

@@ -12,6 +12,36 @@ __device__ void transpose12(float* z, const float* x, int A, int B, int inner) {
   }
 }
 
+// y = gamma·(x − mean)·invstd + beta, rows = n·c planes of hw; T is the
+// index type (32-bit where it fits: the channel of each element costs a
+// division, several times dearer in 64 bits).
+template <class T>
+__device__ void bn_forward(float* y, const float* x, const float* mean, const float* invstd,
+                           const float* gamma, const float* beta, int rows, int c, int hw) {
+  GRID_LOOP_T(T, i, (long long)rows * hw) {
+    int j = (int)((i / (T)hw) % (T)c);
+    float k = gamma[j] * invstd[j];
+    float b = beta[j] - mean[j] * k;
+    y[i] = x[i] * k + b;
+  }
+}
+
+// dx = gamma·invstd·(dy − sdy/M − x̂·sdyx/M), M = cnt[0]
+template <class T>
+__device__ void bn_backward(float* dx, const float* dy, const float* x, const float* mean,
+                            const float* invstd, const float* gamma, const float* sdy,
+                            const float* sdyx, const float* cnt, int rows, int c, int hw) {
+  float inv = 1.0f / cnt[0];
+  GRID_LOOP_T(T, i, (long long)rows * hw) {
+    int j = (int)((i / (T)hw) % (T)c);
+    float is = invstd[j];
+    float k = gamma[j] * is;
+    float mdy = sdy[j] * inv;
+    float mdx = sdyx[j] * inv * is;
+    dx[i] = k * (dy[i] - mdy - (x[i] - mean[j]) * mdx);
+  }
+}
+
 extern "C" {
 
 __global__ void fill_f32(float* x, int n, float v) {
@@ -88,33 +118,24 @@ __global__ void transpose12_f32(float* z, const float* x, int A, int B, int inne
     transpose12<long long>(z, x, A, B, inner);
 }
 
-// y = gamma·(x − mean)·invstd + beta, rows = n·c planes of hw
 __global__ void bn_forward_f32(float* y, const float* x, const float* mean,
                                const float* invstd, const float* gamma,
                                const float* beta, int rows, int c, int hw) {
-  GRID_LOOP(i, (long long)rows * hw) {
-    int j = (int)((i / hw) % c);
-    float k = gamma[j] * invstd[j];
-    float b = beta[j] - mean[j] * k;
-    y[i] = x[i] * k + b;
-  }
+  if (fits32((long long)rows * hw))
+    bn_forward<unsigned>(y, x, mean, invstd, gamma, beta, rows, c, hw);
+  else
+    bn_forward<long long>(y, x, mean, invstd, gamma, beta, rows, c, hw);
 }
 
-// dx = gamma·invstd·(dy − sdy/M − x̂·sdyx/M), M = cnt[0]
 __global__ void bn_backward_f32(float* dx, const float* dy, const float* x,
                                 const float* mean, const float* invstd,
                                 const float* gamma, const float* sdy,
                                 const float* sdyx, const float* cnt, int rows,
                                 int c, int hw) {
-  float inv = 1.0f / cnt[0];
-  GRID_LOOP(i, (long long)rows * hw) {
-    int j = (int)((i / hw) % c);
-    float is = invstd[j];
-    float k = gamma[j] * is;
-    float mdy = sdy[j] * inv;
-    float mdx = sdyx[j] * inv * is;
-    dx[i] = k * (dy[i] - mdy - (x[i] - mean[j]) * mdx);
-  }
+  if (fits32((long long)rows * hw))
+    bn_backward<unsigned>(dx, dy, x, mean, invstd, gamma, sdy, sdyx, cnt, rows, c, hw);
+  else
+    bn_backward<long long>(dx, dy, x, mean, invstd, gamma, sdy, sdyx, cnt, rows, c, hw);
 }
 
 // One torch.optim.SGD step; buf is unused (may be null) when mom == 0.

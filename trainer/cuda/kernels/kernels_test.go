@@ -22,7 +22,7 @@ var want = map[string][]string{
 	"gemm.cu":   {"gemm_f32", "scale_matrix_f32"},
 	"half.cu":   {"nonfinite_f32", "round_f32"},
 	"loss.cu":   {"softmax_ce_backward_f32", "softmax_ce_f32"},
-	"reduce.cu": {"bn_grad_sums_f32", "channel_sqdev_f32", "channel_sum_f32", "count_correct_f32", "row_sum_f32"},
+	"reduce.cu": {"bn_grad_sums_f32", "channel_parts_f32", "channel_sqdev_f32", "channel_sum_f32", "count_correct_f32", "row_sum_f32"},
 }
 
 func TestSourcesDeclareExpectedKernels(t *testing.T) {
