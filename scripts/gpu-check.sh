@@ -48,7 +48,7 @@ while [ $# -gt 0 ]; do
   esac
   shift
 done
-all=(facts cuda-test sanitizer devices transfer profile cifar torch torch-step)
+all=(facts cuda-test sanitizer devices transfer profile cifar torch torch-step torch-recipe)
 [ ${#steps[@]} -gt 0 ] || steps=("${all[@]}")
 for s in "${steps[@]}"; do
   [[ " ${all[*]} " == *" $s "* ]] || { echo "gpu-check: unknown step $s (steps: ${all[*]})" >&2; exit 2; }
@@ -395,6 +395,20 @@ step_torch_step() {
   [ $gpu = 1 ] || { skip torch-step "no GPU ($why_no_gpu)"; return; }
   run_step torch-step "${TORCH_STEP_TIMEOUT:-120}" "python3 python/examples/torch_step.py" "$py" python/examples/torch_step.py
 }
+# torch-recipe: the cifar step's recipe in PyTorch on the same loaderd
+# datasets (python/examples/torch_recipe.py): the reference accuracy.
+step_torch_recipe() {
+  [ -n "$py" ] || { skip torch-recipe "no python3 with torch"; return; }
+  [ $gpu = 1 ] || { skip torch-recipe "no GPU ($why_no_gpu)"; return; }
+  [ -f "$tar" ] || { skip torch-recipe "no CIFAR-10 tar"; return; }
+  local spec="tar:$tar?holdout=1000" e
+  daemon_up "train=$spec&part=train" "val=$spec&part=val" || { skip torch-recipe "loaderd did not start (see logs)"; return; }
+  for e in ${TORCH_RECIPE_EPOCHS:-30}; do
+    run_step "torch-recipe-$e" "${TORCH_RECIPE_TIMEOUT:-200}" "python3 python/examples/torch_recipe.py --address $addr --epochs $e" \
+      env PYTHONUNBUFFERED=1 "$py" python/examples/torch_recipe.py --address "$addr" --epochs "$e"
+  done
+  daemon_down
+}
 extract_torch_step() { grep -E '^(#|\|)' "$1" | head -n 10; }
 extract_torch() { sed -n '/^| /,$p' "$1" | head -n 40; grep -E '^(#|note)' "$1" | head; }
 
@@ -409,6 +423,7 @@ for s in "${steps[@]}"; do
     cifar) step_cifar ;;
     torch) step_torch ;;
     torch-step) step_torch_step ;;
+    torch-recipe) step_torch_recipe ;;
   esac
 done
 
