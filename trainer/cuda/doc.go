@@ -15,7 +15,11 @@
 // RegisterHost (loaderd's shared-memory batches) makes such copies DMA and
 // lets them overlap compute. CopyOut synchronises. GEMM runs on cuBLAS
 // (TF32 tensor cores only with Config.TF32); without cuBLAS a reference
-// kernel computes it.
+// kernel computes it. Convolutions run on cuDNN 9 where it loads (the
+// Device is a tensor.Convolver: one call per pass over the whole batch,
+// each shape's algorithms measured on its first pass, one workspace);
+// without it, or with Config.NoCUDNN, layers lower them by im2col and
+// GEMM, and Device.CUDNN says which and why.
 //
 // Without a driver New returns an error wrapping ErrNoDriver (and a
 // *driver.LibError naming the paths searched); it never panics, so callers
