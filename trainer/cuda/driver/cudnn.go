@@ -49,7 +49,7 @@ type DNNAlgoPerf struct {
 	Memory      uint64
 	Determinism int32
 	MathType    int32
-	reserved    [3]int32
+	_           [3]int32 // reserved
 }
 
 // Size of the C struct: 3 ints, a float's padding, size_t, 5 ints → 48.
