@@ -187,6 +187,7 @@ func (s *Server) newGRPC(extra ...grpc.ServerOption) *grpc.Server {
 		grpc.ReadBufferSize(wire.ReadBufferSize),
 		grpc.ForceServerCodecV2(codec{}),
 		experimental.BufferPool(wire.Pool),
+		grpc.StatsHandler(connTracker{}),
 	}, extra...)...)
 	pb.RegisterLoaderServer(g, s)
 	healthpb.RegisterHealthServer(g, s.health)

@@ -63,7 +63,14 @@ func (t inlineTransport) heldUntilAck() bool { return false }
 func (t inlineTransport) describe(h *pb.StreamHeader) { h.Transport = pb.Transport_TRANSPORT_INLINE }
 
 func (t inlineTransport) send(msg *pb.Batch, b *loader.Batch) error {
-	return t.ss.st.SendMsg(&outBatch{msg: msg, tensor: newSlotBuffer(t.ss.slots, b)})
+	buf, ref := newSlotBuffer(t.ss.slots, b)
+	c := connRefsOf(t.ss.st.Context())
+	tracked := ref != nil && c != nil && c.add(ref)
+	err := t.ss.st.SendMsg(&outBatch{msg: msg, tensor: buf})
+	if ref != nil && c != nil && (!tracked || c.isEnded()) {
+		ref.release() // the connection's writer is gone: nothing reads the slot
+	}
+	return err
 }
 
 // slotRef is a batch's slot lent to gRPC as a mem.Buffer: as the buffer's
@@ -72,31 +79,34 @@ func (t inlineTransport) send(msg *pb.Batch, b *loader.Batch) error {
 //
 // gRPC frees every buffer it writes or drops from a stream it cleans up,
 // but a connection that dies leaves the frames already queued on its
-// streams unfreed. A cleanup on the buffer's handle covers that case: once
-// nothing can reach the handle, nothing can read the slot, and the garbage
-// collector releases it.
+// streams unfreed. The connection's connRefs releases them when gRPC
+// reports the connection ended (see connTracker); a cleanup on the
+// buffer's handle is the backstop for a connection without one: once
+// nothing can reach the handle, nothing can read the slot.
 type slotRef struct {
 	slots   *streamSlots
 	b       *loader.Batch
 	done    atomic.Bool
 	cleanup runtime.Cleanup
+	conn    *connRefs // set by connRefs.add
 }
 
-// newSlotBuffer hands b's tensor to gRPC without a copy. A tensor below
-// gRPC's pooling threshold would be wrapped without a pool, and so never
-// freed back to us: such small tensors are copied and b released at once.
-func newSlotBuffer(slots *streamSlots, b *loader.Batch) mem.Buffer {
+// newSlotBuffer hands b's tensor to gRPC without a copy, and returns the
+// reference that gives it back. A tensor below gRPC's pooling threshold
+// would be wrapped without a pool, and so never freed back to us: such
+// small tensors are copied and b released at once (the reference is nil).
+func newSlotBuffer(slots *streamSlots, b *loader.Batch) (mem.Buffer, *slotRef) {
 	slots.retain()
 	r := &slotRef{slots: slots, b: b}
 	if mem.IsBelowBufferPoolingThreshold(cap(b.Data)) {
 		buf := mem.SliceBuffer(append([]byte(nil), b.Data...))
 		r.release()
-		return buf
+		return buf, nil
 	}
 	data := new([]byte)
 	*data = b.Data
 	r.cleanup = runtime.AddCleanup(data, (*slotRef).release, r)
-	return mem.NewBuffer(data, r)
+	return mem.NewBuffer(data, r), r
 }
 
 // Get is never called: the buffer is made around the slot.
@@ -111,6 +121,9 @@ func (r *slotRef) Put(*[]byte) {
 func (r *slotRef) release() {
 	if r.done.Swap(true) {
 		return
+	}
+	if r.conn != nil {
+		r.conn.remove(r)
 	}
 	r.b.Release()
 	r.slots.drop()
