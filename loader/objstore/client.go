@@ -12,11 +12,10 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
-	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -36,18 +35,36 @@ var OptionKeys = []string{"endpoint", "region"}
 // Retry bounds how hard a request is tried. The zero value is not
 // useful; DefaultRetry is what the daemon uses.
 type Retry struct {
-	Attempts int           // tries per request, the first included
+	// Attempts is the tries per call, the first included, that bring
+	// nothing; an attempt whose body brought bytes before it broke
+	// resumes at once and does not count (Timeout still bounds it).
+	Attempts int
 	MaxDelay time.Duration // backoff cap: attempt k waits rand[0, min(MaxDelay, Base·2^k))
 	Base     time.Duration
 	// Stall fails an attempt that receives nothing for this long: a
 	// response that never starts, or a body that stops flowing. Without
 	// it a half-dead connection would hold a shard fill for good.
 	Stall time.Duration
+	// Timeout bounds the time one object may keep failing, across calls:
+	// a call ends with a *RetryError once the object has failed for this
+	// long without a success (or an attempt that brought bytes), and
+	// later calls on it make a single attempt until one succeeds. An
+	// attempt's wait for a response is cut to what is left of it (not
+	// below a tenth of it), so a call ends within about 1.1 Timeout.
+	// 0: no bound but Attempts.
+	Timeout time.Duration
+	// Report is how long a call waits for a response or retries before it
+	// logs (a warning naming the object, the attempts and the last
+	// error), and then how often. 0: no such lines.
+	Report time.Duration
 }
 
 // DefaultRetry rides out a few seconds of throttling or a restarting
-// server: 8 attempts, backoff up to 5 s, 30 s without progress.
-var DefaultRetry = Retry{Attempts: 8, Base: 100 * time.Millisecond, MaxDelay: 5 * time.Second, Stall: 30 * time.Second}
+// server: 8 attempts, backoff up to 5 s, 10 s without a response or
+// body progress, an object failing for 30 s fails for good, a line
+// logged every 5 s while a call waits or retries.
+var DefaultRetry = Retry{Attempts: 8, Base: 100 * time.Millisecond, MaxDelay: 5 * time.Second, Stall: 10 * time.Second,
+	Timeout: 30 * time.Second, Report: 5 * time.Second}
 
 // Error is a request that failed for good: after its retries, or at
 // once when retrying cannot help (a missing object, denied access). It
@@ -66,6 +83,9 @@ type client struct {
 	s3    *s3.Client
 	retry Retry
 	host  string // names the endpoint in cache paths
+
+	mu      sync.Mutex
+	streaks map[string]*streak // objects failing, by URL (retry.go)
 }
 
 var (
@@ -89,16 +109,9 @@ func getClient(ctx context.Context, opts Options, r Retry) (*client, error) {
 	}
 	loadOpts = append(loadOpts,
 		config.WithHTTPClient(httpClient(r.Stall)),
-		config.WithRetryer(func() aws.Retryer {
-			return retry.NewStandard(func(o *retry.StandardOptions) {
-				o.MaxAttempts = r.Attempts
-				o.Backoff = retry.BackoffDelayerFunc(func(attempt int, _ error) (time.Duration, error) { return r.backoff(attempt), nil })
-				// The default token bucket stops retrying after a burst
-				// of failures, process-wide: a throttled bucket would
-				// fail every shard at once instead of backing off.
-				o.RateLimiter = ratelimit.None
-			})
-		}))
+		// One try per SDK call: retrying (retry.go) retries, so that it
+		// can count the attempts, bound their time and report them.
+		config.WithRetryer(func() aws.Retryer { return aws.NopRetryer{} }))
 	cfg, err := config.LoadDefaultConfig(ctx, loadOpts...)
 	if err != nil {
 		return nil, fmt.Errorf("objstore: AWS configuration: %w", err)
@@ -124,7 +137,7 @@ func getClient(ctx context.Context, opts Options, r Retry) (*client, error) {
 		o.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired
 		o.ResponseChecksumValidation = aws.ResponseChecksumValidationWhenRequired
 	})
-	c := &client{s3: cl, retry: r, host: host}
+	c := &client{s3: cl, retry: r, host: host, streaks: map[string]*streak{}}
 	clients[key] = c
 	return c, nil
 }
@@ -176,11 +189,18 @@ func fail(op, u string, err error) error {
 
 // head returns the object's size and ETag.
 func (c *client) head(ctx context.Context, bucket, key string) (Object, error) {
-	out, err := c.s3.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &bucket, Key: &key})
-	if err != nil {
-		return Object{}, fail("head", Scheme+bucket+"/"+key, err)
-	}
-	return Object{Bucket: bucket, Key: key, Size: aws.ToInt64(out.ContentLength), ETag: trimETag(aws.ToString(out.ETag))}, nil
+	var o Object
+	err := c.retrying(ctx, "head", Scheme+bucket+"/"+key, func(ctx context.Context, wait time.Duration, _ *call) (bool, error) {
+		actx, cancel := noResponse(ctx, wait)
+		defer cancel()
+		out, err := c.s3.HeadObject(actx, &s3.HeadObjectInput{Bucket: &bucket, Key: &key})
+		if err != nil {
+			return false, attemptErr(ctx, actx, err)
+		}
+		o = Object{Bucket: bucket, Key: key, Size: aws.ToInt64(out.ContentLength), ETag: trimETag(aws.ToString(out.ETag))}
+		return false, nil
+	})
+	return o, err
 }
 
 // list returns the objects under prefix; with delim "/" only those
@@ -191,17 +211,28 @@ func (c *client) list(ctx context.Context, bucket, prefix, delim string) ([]Obje
 		in.Delimiter = &delim
 	}
 	var out []Object
-	p := s3.NewListObjectsV2Paginator(c.s3, in)
-	for p.HasMorePages() {
-		page, err := p.NextPage(ctx)
+	for {
+		var page *s3.ListObjectsV2Output
+		err := c.retrying(ctx, "list", Scheme+bucket+"/"+prefix, func(ctx context.Context, wait time.Duration, _ *call) (bool, error) {
+			actx, cancel := noResponse(ctx, wait)
+			defer cancel()
+			var err error
+			if page, err = c.s3.ListObjectsV2(actx, in); err != nil {
+				return false, attemptErr(ctx, actx, err)
+			}
+			return false, nil
+		})
 		if err != nil {
-			return nil, fail("list", Scheme+bucket+"/"+prefix, err)
+			return nil, err
 		}
 		for _, o := range page.Contents {
 			out = append(out, Object{Bucket: bucket, Key: aws.ToString(o.Key), Size: aws.ToInt64(o.Size), ETag: trimETag(aws.ToString(o.ETag))})
 		}
+		if !aws.ToBool(page.IsTruncated) || aws.ToString(page.NextContinuationToken) == "" {
+			return out, nil
+		}
+		in.ContinuationToken = page.NextContinuationToken
 	}
-	return out, nil
 }
 
 func trimETag(e string) string { return strings.Trim(e, `"`) }
@@ -209,9 +240,7 @@ func trimETag(e string) string { return strings.Trim(e, `"`) }
 // download writes the object's bytes to w, in order. A body that ends
 // early, resets or stalls is resumed where it stopped, with If-Match on
 // the ETag so that a replaced object fails instead of mixing two
-// versions; the SDK retries each request's own failures (throttling,
-// 5xx, connection errors), and this loop retries what breaks afterwards,
-// while the body is read.
+// versions; retrying (retry.go) retries and bounds it all.
 //
 // It reports whether the object is encrypted with KMS or a customer key:
 // then its ETag is not the MD5 of its bytes, even when it looks like one.
@@ -222,44 +251,18 @@ func (c *client) download(ctx context.Context, o Object, w io.Writer) (encrypted
 // readRange is download for bytes [off, end) of the object: a ranged GET
 // (several, if the body breaks), with the same retries.
 func (c *client) readRange(ctx context.Context, o Object, off, end int64, w io.Writer) (encrypted bool, err error) {
-	var last error
-	for attempt := 0; attempt < c.retry.Attempts; attempt++ {
-		if attempt > 0 {
-			t := time.NewTimer(c.retry.backoff(attempt))
-			select {
-			case <-ctx.Done():
-				t.Stop()
-				return encrypted, fail("get", o.URL(), ctx.Err())
-			case <-t.C:
-			}
-		}
-		n, err := c.getFrom(ctx, o, off, end, w, &encrypted)
-		off += n
-		if err == nil && off == end {
-			return encrypted, nil
-		}
-		if err == nil {
-			err = fmt.Errorf("body ended at byte %d of %d", off, end)
-		}
-		var req requestError
-		if errors.As(err, &req) || ctx.Err() != nil || errors.Is(err, errWrite) {
-			// The SDK already retried the request as far as it may
-			// (and a 404, 403 or 412 will not heal); a write error is
-			// ours.
-			return encrypted, fail("get", o.URL(), err)
-		}
-		last = err
+	if off >= end {
+		return false, nil
 	}
-	return encrypted, fail("get", o.URL(), fmt.Errorf("after %d attempts: %w", c.retry.Attempts, last))
+	err = c.retrying(ctx, "get", o.URL(), func(ctx context.Context, wait time.Duration, st *call) (bool, error) {
+		n, err := c.getFrom(ctx, o, off, end, w, &encrypted, wait, st)
+		off += n
+		return n > 0, err
+	})
+	return encrypted, err
 }
 
 var errWrite = errors.New("writing the cache file")
-
-// requestError is a GET that failed before its body: the SDK's retryer
-// has had its turn.
-type requestError struct{ error }
-
-func (e requestError) Unwrap() error { return e.error }
 
 // errStalled cancels an attempt whose body stopped flowing.
 var errStalled = errors.New("no data received within the stall timeout")
@@ -269,11 +272,9 @@ var errStalled = errors.New("no data received within the stall timeout")
 var copyBufs = sync.Pool{New: func() any { b := make([]byte, 256<<10); return &b }}
 
 // getFrom GETs bytes [off, end) and copies them to w, returning how many
-// it wrote.
-func (c *client) getFrom(ctx context.Context, o Object, off, end int64, w io.Writer, encrypted *bool) (int64, error) {
-	if off >= end && o.Size > 0 {
-		return 0, nil
-	}
+// it wrote; fewer than asked is an error (ErrShortBody). wait bounds the
+// wait for the response, Stall each wait for body bytes after it.
+func (c *client) getFrom(ctx context.Context, o Object, off, end int64, w io.Writer, encrypted *bool, wait time.Duration, st *call) (int64, error) {
 	actx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	in := &s3.GetObjectInput{Bucket: &o.Bucket, Key: &o.Key}
@@ -285,42 +286,58 @@ func (c *client) getFrom(ctx context.Context, o Object, off, end int64, w io.Wri
 	} else if off > 0 {
 		in.Range = aws.String(fmt.Sprintf("bytes=%d-", off))
 	}
+	// A watchdog, first on the response, then reset by every read that
+	// brings data: the transport's timeouts end at the response header.
+	noAnswer := fmt.Errorf("%w within %v", errNoResponse, wait.Round(time.Millisecond))
+	var answered atomic.Bool
+	dog := time.AfterFunc(wait, func() {
+		if answered.Load() {
+			cancel(errStalled)
+		} else {
+			cancel(noAnswer)
+		}
+	})
+	defer dog.Stop()
 	out, err := c.s3.GetObject(actx, in)
 	if err != nil {
-		return 0, requestError{err}
+		return 0, attemptErr(ctx, actx, err)
 	}
+	defer out.Body.Close()
 	if out.SSECustomerAlgorithm != nil || strings.HasPrefix(string(out.ServerSideEncryption), "aws:kms") {
 		*encrypted = true
 	}
-	defer out.Body.Close()
-	// A watchdog, reset by every read that brings data: the transport's
-	// timeouts end at the response header.
-	dog := time.AfterFunc(c.retry.Stall, func() { cancel(errStalled) })
-	defer dog.Stop()
+	st.setStreaming(true)
+	defer st.setStreaming(false)
+	answered.Store(true)
+	dog.Reset(c.retry.Stall)
 	bp := copyBufs.Get().(*[]byte)
 	defer copyBufs.Put(bp)
 	buf := *bp
+	want := end - off
 	var n int64
 	for {
 		k, rerr := out.Body.Read(buf)
 		if k > 0 {
 			dog.Reset(c.retry.Stall)
-			if n+int64(k) > end-off {
-				return n, fmt.Errorf("body longer than the %d bytes asked for", end-off)
+			if n+int64(k) > want {
+				return n, bodyError{fmt.Errorf("body longer than the %d bytes asked for", want)}
 			}
 			if _, err := w.Write(buf[:k]); err != nil {
 				return n, fmt.Errorf("%w: %w", errWrite, err)
 			}
 			n += int64(k)
 		}
-		if rerr == io.EOF {
+		if rerr == io.EOF && n == want {
 			return n, nil
 		}
 		if rerr != nil {
 			if cause := context.Cause(actx); cause != nil && ctx.Err() == nil {
 				rerr = fmt.Errorf("%w: %w", cause, rerr)
 			}
-			return n, rerr
+			if n < want && (rerr == io.EOF || errors.Is(rerr, io.ErrUnexpectedEOF)) {
+				return n, shortBody(n, want, off, rerr)
+			}
+			return n, bodyError{rerr}
 		}
 	}
 }

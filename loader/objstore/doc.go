@@ -27,6 +27,11 @@
 //
 // Requests are retried with capped exponential backoff and jitter on
 // throttling (503 SlowDown), 5xx, connection resets and timeouts; a body
-// that ends early or stalls resumes with a ranged GET pinned to the ETag.
-// After the last attempt the error names the bucket and key (*Error).
+// that ends early (ErrShortBody) or stalls resumes with a ranged GET
+// pinned to the ETag. Each attempt waits a bounded time for a response,
+// a call that waits or retries logs a warning every few seconds, and an
+// object that keeps failing fails for good after Retry.Timeout (30 s),
+// across calls. The error names the bucket and key (*Error), and after
+// retries the attempts and the last status or error (*RetryError). An
+// object of no bytes is an error (ErrZeroByte), not an empty shard.
 package objstore

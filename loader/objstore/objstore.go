@@ -137,7 +137,7 @@ func resolve(ctx context.Context, cl *client, u, ext string) ([]Object, error) {
 		if len(out) == 0 {
 			return nil, &Error{Op: "list", URL: u, Err: fmt.Errorf("%w: no *%s object under the prefix", fs.ErrNotExist, ext)}
 		}
-		return out, nil
+		return out, zeroBytes("list", out)
 	}
 	patterns, err := expandBraces(key)
 	if err != nil {
@@ -186,5 +186,27 @@ func resolve(ctx context.Context, cl *client, u, ext string) ([]Object, error) {
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
-	return out, nil
+	return out, zeroBytes(op(patterns), out)
+}
+
+// op names how resolve found objects from patterns, for its errors.
+func op(patterns []string) string {
+	for _, p := range patterns {
+		if hasGlob(p) {
+			return "list"
+		}
+	}
+	return "head"
+}
+
+// zeroBytes fails the first object of no bytes, by name: a shard of
+// nothing is an upload that failed, and a format reading it would only
+// say it found no sample.
+func zeroBytes(op string, objs []Object) error {
+	for _, o := range objs {
+		if o.Size == 0 {
+			return &Error{Op: op, URL: o.URL(), Err: fmt.Errorf("%w %s: it holds no bytes, not a shard (an upload that failed or was cut short?)", ErrZeroByte, o.Key)}
+		}
+	}
+	return nil
 }

@@ -184,7 +184,7 @@ func TestFaults(t *testing.T) {
 		{"missing-bucket", "s3://nobucket/shard.tar", 0, "s3://nobucket/shard.tar", true},
 		{"missing-glob", "s3://faults/x-*.tar", 0, "s3://faults/x-*.tar", true},
 		{"slowdown-persists", u, s3test.SlowDown, "get s3://faults/shard.tar", false},
-		{"truncate-persists", u, s3test.Truncate, "get s3://faults/shard.tar: after 5 attempts", false},
+		{"nobody-persists", u, s3test.NoBody, "get s3://faults/shard.tar: gave up after 5 attempts", false},
 		{"reset-persists", u, s3test.Reset, "get s3://faults/shard.tar", false},
 		{"hang-persists", u, s3test.Hang, "get s3://faults/shard.tar", false},
 	} {

@@ -132,6 +132,9 @@ func (s *Set) Cached(k int) bool {
 // its ETag, retried as fills are. The error names the object.
 func (s *Set) ReadAt(ctx context.Context, k int, p []byte, off int64) error {
 	o := s.Objects[k]
+	if o.Size == 0 {
+		return &Error{Op: "get", URL: o.URL(), Err: fmt.Errorf("%w %s", ErrZeroByte, o.Key)}
+	}
 	if off < 0 || off+int64(len(p)) > o.Size {
 		return &Error{Op: "get", URL: o.URL(), Err: fmt.Errorf("bytes [%d, %d) are outside the object's %d", off, off+int64(len(p)), o.Size)}
 	}

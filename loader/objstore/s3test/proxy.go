@@ -29,10 +29,16 @@ const (
 	// Hang answers nothing at all until the client gives up: a timeout
 	// before the response.
 	Hang
+	// ServerError answers 500 with S3's InternalError: a failing server.
+	ServerError
+	// NoBody sends the server's headers (its Content-Length included) and
+	// none of its body, then drops the connection: a body cut short at its
+	// first byte, so a resumed read makes no progress either.
+	NoBody
 )
 
 func (f Fault) String() string {
-	return map[Fault]string{SlowDown: "slowdown", Reset: "reset", Truncate: "truncate", Stall: "stall", Hang: "hang"}[f]
+	return map[Fault]string{SlowDown: "slowdown", Reset: "reset", Truncate: "truncate", Stall: "stall", Hang: "hang", ServerError: "500", NoBody: "nobody"}[f]
 }
 
 type rule struct {
@@ -115,6 +121,13 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 			io.WriteString(w, `<?xml version="1.0" encoding="UTF-8"?><Error><Code>SlowDown</Code><Message>Please reduce your request rate.</Message></Error>`)
 		}
 		return
+	case ServerError:
+		w.Header().Set("Content-Type", "application/xml")
+		w.WriteHeader(http.StatusInternalServerError)
+		if r.Method != http.MethodHead {
+			io.WriteString(w, `<?xml version="1.0" encoding="UTF-8"?><Error><Code>InternalError</Code><Message>We encountered an internal error. Please try again.</Message></Error>`)
+		}
+		return
 	case Hang:
 		select {
 		case <-r.Context().Done():
@@ -147,7 +160,9 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 		io.Copy(w, resp.Body)
 		return
 	}
-	io.CopyN(w, resp.Body, resp.ContentLength/2)
+	if f != NoBody {
+		io.CopyN(w, resp.Body, resp.ContentLength/2)
+	}
 	w.(http.Flusher).Flush()
 	if f == Stall {
 		select {
