@@ -121,10 +121,11 @@ func Run(ctx context.Context, o Options) (Summary, error) {
 		return Summary{}, fmt.Errorf("convert: %w", err)
 	}
 	s := Summary{From: o.From, To: o.To, Spec: spec, Classes: src.Classes()}
-	stage, err := newStage(out)
+	stage, release, err := newStage(out)
 	if err != nil {
 		return s, err
 	}
+	defer release()           // after the removal: the lock keeps other runs off the stage
 	defer os.RemoveAll(stage) // what is left of it: nothing, or the replaced output
 	target := stage
 	if single {

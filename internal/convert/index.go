@@ -1,6 +1,7 @@
 package convert
 
 import (
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -82,7 +83,7 @@ func indexTar(shard string) (string, error) {
 		return "", &loader.RecordError{File: shard, Record: -1, Err: err}
 	}
 	out := shard + tar.SidecarSuffix
-	tmp, err := os.CreateTemp(filepath.Dir(out), "."+filepath.Base(out)+".*")
+	tmp, err := createTemp(out)
 	if err != nil {
 		return "", fmt.Errorf("convert: index: %w", err)
 	}
@@ -93,15 +94,38 @@ func indexTar(shard string) (string, error) {
 	if err == nil {
 		err = tmp.Sync()
 	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), out) // before the close: renamed while locked
+	}
 	if cerr := tmp.Close(); err == nil {
 		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), out)
 	}
 	if err != nil {
 		os.Remove(tmp.Name())
 		return "", fmt.Errorf("convert: index %s: %w", out, err)
 	}
 	return out, nil
+}
+
+// createTemp creates and locks (stale.go) the temporary .OUT.NNN that
+// out is written to before its rename, after removing the stale ones an
+// earlier run killed before its rename left.
+func createTemp(out string) (*os.File, error) {
+	dir, prefix := filepath.Dir(out), "."+filepath.Base(out)+"."
+	removeStale(dir, prefix, false)
+	for {
+		tmp, err := os.CreateTemp(dir, prefix+"*")
+		if err != nil {
+			return nil, err
+		}
+		err = holdTemp(tmp, tmp.Name())
+		if err == nil {
+			return tmp, nil
+		}
+		tmp.Close()
+		if !errors.Is(err, errTempGone) {
+			os.Remove(tmp.Name())
+			return nil, err
+		}
+	}
 }

@@ -58,23 +58,42 @@ func isEmpty(path string) (bool, error) {
 // newStage creates the staging directory of out: new, next to out (on the
 // same file system, so that install is a rename), with a random name
 // created exclusively, so that no file or link already there is written
-// through. A crash leaves it behind, named .NAME.tmp-NNN, for a person
-// to remove.
-func newStage(out string) (string, error) {
+// through, and locked until release is called (stale.go). A crash leaves
+// it behind, named .NAME.tmp-NNN; the next conversion to out removes it
+// first, along with any other stale stage of out's.
+func newStage(out string) (stage string, release func(), err error) {
 	parent := filepath.Dir(out)
 	if err := os.MkdirAll(parent, 0o755); err != nil {
-		return "", fmt.Errorf("convert: %w", err)
+		return "", nil, fmt.Errorf("convert: %w", err)
 	}
-	stage, err := os.MkdirTemp(parent, "."+filepath.Base(out)+".tmp-")
-	if err != nil {
-		return "", fmt.Errorf("convert: %w", err)
+	prefix := "." + filepath.Base(out) + ".tmp-"
+	removeStale(parent, prefix, true)
+	for {
+		stage, err := os.MkdirTemp(parent, prefix)
+		if err != nil {
+			return "", nil, fmt.Errorf("convert: %w", err)
+		}
+		d, err := os.Open(stage)
+		if err == nil {
+			err = holdTemp(d, stage)
+			if errors.Is(err, errTempGone) {
+				d.Close()
+				continue // another run's removeStale took it before the lock: make another
+			}
+		}
+		// MkdirTemp makes it 0700; a directory output keeps the mode it has.
+		if err == nil {
+			err = os.Chmod(stage, 0o755)
+		}
+		if err != nil {
+			if d != nil {
+				d.Close()
+			}
+			os.Remove(stage)
+			return "", nil, fmt.Errorf("convert: %w", err)
+		}
+		return stage, func() { d.Close() }, nil
 	}
-	// MkdirTemp makes it 0700; a directory output keeps the mode it has.
-	if err := os.Chmod(stage, 0o755); err != nil {
-		os.Remove(stage)
-		return "", fmt.Errorf("convert: %w", err)
-	}
-	return stage, nil
 }
 
 // install moves the finished output src (in its staging directory) to

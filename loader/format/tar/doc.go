@@ -49,9 +49,16 @@
 // verified, then a slice of the mapped cache file. Prefetch (called by
 // the loader as it plans batches) fills the shards of the next batches
 // first. A sidecar whose size or MD5 differs from the shard is ignored
-// with a log line; a ranged read checks the tar header before the member,
-// and a filled shard is indexed again and compared, so a wrong index
-// fails samples (loader.ErrCorrupt) and never decodes the wrong bytes.
+// with a log line; a ranged read checks the tar header before the member
+// (its checksum and size, and the member's name, a PAX or GNU long name
+// included), and a filled shard is indexed again and compared. A sidecar
+// that names a member differently from its header (two members' names
+// swapped) is dropped, logged naming the shard and the member, and
+// counted (SidecarsDropped); the shard is re-indexed from its headers
+// and its samples are the tar's, as from a local copy; where that would
+// change the dataset (its samples, classes, or order across shards), the
+// shard's samples fail (loader.ErrCorrupt). A wrong index never decodes
+// the wrong bytes, nor gives an image another's label.
 // A dataset larger than the cache streams through it: only the shards
 // Prefetch asks for are filled, and with order=shards the shards of
 // windows already read are unmapped and let go to make room; in the

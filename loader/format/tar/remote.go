@@ -1,13 +1,17 @@
 package tar
 
 import (
+	"archive/tar"
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
+	"slices"
+	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -38,13 +42,50 @@ import (
 
 // remoteShard is one object's state.
 type remoteShard struct {
-	mapped  atomic.Pointer[[]byte] // the verified cache file, mapped; nil until its fill is done
-	bad     atomic.Pointer[error]  // the cache file contradicts the index the shard was opened with
-	wanted  atomic.Bool            // Prefetch asked for it
-	readers atomic.Int32           // reads of mapped in progress: evict unmaps at 0
-	members []tarMember            // that index, to check the cache file against
-	etag    string
+	mapped  atomic.Pointer[[]byte]     // the verified cache file, mapped; nil until its fill is done
+	bad     atomic.Pointer[error]      // the cache file contradicts the index the shard was opened with
+	wanted  atomic.Bool                // Prefetch asked for it
+	readers atomic.Int32               // reads of mapped in progress: evict unmaps at 0
+	idx     atomic.Pointer[shardIndex] // the index reads go by; set at open, replaced when a sidecar is dropped
+	// gate is read-held by every read of the shard until its hold is
+	// released (the member decoded, its label read), and held by a
+	// sidecar's drop while it replaces idx: no sample is decoded with
+	// one index's bytes and the other's label.
+	gate sync.RWMutex
+	etag string
 }
+
+// shardIndex is what a remote shard's reads go by. It is never changed:
+// a dropped sidecar's is replaced whole.
+type shardIndex struct {
+	members []tarMember // in offset order: the sidecar's, or the shard's headers'; fills are checked against it
+	// headers: members come from the shard's own tar headers (a scan, the
+	// cache file, or a re-index after a sidecar was dropped), so a ranged
+	// read checks the header's checksum and size; a sidecar's members get
+	// their names checked too.
+	headers bool
+	// patch holds the samples (by index) whose entries the shard's own
+	// headers changed when its sidecar was dropped.
+	patch map[int64]tarSample
+}
+
+// maxHeaderGap bounds the header blocks a ranged read fetches before a
+// member's own header to read a long (PAX or GNU) name. The blocks
+// between two members are their headers, and the entries of directories
+// and links: 512 bytes apart, 1.5 KiB with a long name.
+const maxHeaderGap = 64 << 10
+
+// sidecarsDropped counts the sidecar indexes dropped since the process
+// started (SidecarsDropped).
+var sidecarsDropped atomic.Int64
+
+// SidecarsDropped returns how many sidecar indexes (SHARD.tar.idx) this
+// process has dropped because a ranged read or a cache fill found that
+// they disagree with their shard's tar headers (a member's name, size or
+// place): each time the shard was re-indexed from its headers, or, where
+// that changes the dataset, its samples failed. For a metrics exporter
+// (a counter); each drop is also logged, naming the shard and the member.
+func SidecarsDropped() int64 { return sidecarsDropped.Load() }
 
 // scanChunk is how much one ranged GET of a header scan reads: every
 // header whose member starts in it costs nothing more. Small members
@@ -84,7 +125,7 @@ func (t *source) openRemote(o *options.Options, mode string) ([][]tarMember, err
 			if err != nil {
 				return &loader.RecordError{File: t.shards[k].path, Record: -1, Err: err}
 			}
-			t.shards[k].rem.members = members[k]
+			t.shards[k].rem.idx.Store(&shardIndex{members: members[k], headers: how[k] != "sidecar"})
 			return nil
 		})
 	}
@@ -193,8 +234,27 @@ func (t *source) filled(k int, err error) {
 		return
 	}
 	ms, err := indexTar(bytes.NewReader(data), int64(len(data)), true)
-	if err == nil && !sameMembers(ms, sh.rem.members) {
-		err = fmt.Errorf("%w: its members differ from the index the dataset was opened with (a sidecar written for another version of the shard?)", loader.ErrCorrupt)
+	if err == nil {
+		if e := sh.rem.bad.Load(); e != nil {
+			mmap.Unmap(data) // a read dropped the sidecar and could not mend the shard: said then
+			return
+		}
+		idx := sh.rem.idx.Load()
+		switch {
+		case sameMembers(ms, idx.members):
+		case !idx.headers:
+			// The sidecar the shard was opened with is not its index.
+			member, found, off := firstDiff(idx.members, ms)
+			if err := t.dropSidecar(k, idx, ms, member, found, off); err != nil {
+				mmap.Unmap(data) // logged and kept by dropSidecar
+				return
+			}
+			if !sameMembers(ms, sh.rem.idx.Load().members) { // a read dropped it meanwhile, by the same headers
+				err = fmt.Errorf("%w: its members differ from the shard's headers read by ranged reads", loader.ErrCorrupt)
+			}
+		default:
+			err = fmt.Errorf("%w: its members differ from the index the dataset was opened with (a sidecar written for another version of the shard?)", loader.ErrCorrupt)
+		}
 	}
 	if err != nil {
 		mmap.Unmap(data)
@@ -219,42 +279,258 @@ func sameMembers(a, b []tarMember) bool {
 
 // rangeBuf is the pooled buffer of a ranged member read, held until the
 // member is decoded (imagedec.Hold).
-type rangeBuf struct{ b []byte }
+type rangeBuf struct {
+	b    []byte
+	gate *sync.RWMutex // the shard's, read-held until Release
+}
 
 // Release implements imagedec.Hold: the buffer goes back to the pool.
-func (r *rangeBuf) Release() { remoteBufs.Put(r) }
+func (r *rangeBuf) Release() {
+	g := r.gate
+	r.gate = nil
+	remoteBufs.Put(r)
+	g.RUnlock()
+}
 
 // Release implements imagedec.Hold for a read of the shard's mapped cache
 // file: the read is done, evict may unmap it.
-func (rem *remoteShard) Release() { rem.readers.Add(-1) }
-
-// readRemote returns sample s of remote shard sh: from the mapped cache
-// file, or read with one ranged GET of its header and data into a pooled
-// buffer; the hold keeps either until the member is decoded.
-func (t *source) readRemote(sh *tarShard, s *tarSample) ([]byte, imagedec.Hold, error) {
-	rem := sh.rem
-	rem.readers.Add(1) // before the load: evict sees the read, or the read sees nil
-	if m := rem.mapped.Load(); m != nil {
-		return (*m)[s.off : s.off+s.size], rem, nil
-	}
+func (rem *remoteShard) Release() {
 	rem.readers.Add(-1)
-	if e := rem.bad.Load(); e != nil {
-		return nil, nil, *e
+	rem.gate.RUnlock()
+}
+
+// readRemote returns sample i of remote shard sh: from the mapped cache
+// file, or read with one ranged GET of its header blocks and data into a
+// pooled buffer; the hold keeps either (and the shard's gate) until the
+// member is decoded. A member whose header names it differently from
+// the shard's sidecar has the sidecar dropped, the shard re-indexed from
+// its headers (dropSidecar), and is read again by the new index.
+func (t *source) readRemote(sh *tarShard, i int64) ([]byte, imagedec.Hold, error) {
+	rem := sh.rem
+	for try := 0; ; try++ {
+		rem.gate.RLock()
+		rem.readers.Add(1) // before the load: evict sees the read, or the read sees nil
+		if m := rem.mapped.Load(); m != nil {
+			s := t.sample(i) // after mapped: a fill maps only once idx agrees with the file
+			return (*m)[s.off : s.off+s.size], rem, nil
+		}
+		rem.readers.Add(-1)
+		if e := rem.bad.Load(); e != nil {
+			rem.gate.RUnlock()
+			return nil, nil, *e
+		}
+		idx := rem.idx.Load()
+		s := t.sample(i)
+		data, rb, wrong, err := t.rangedRead(idx, &s)
+		if err != nil || wrong == nil {
+			if err != nil {
+				rem.gate.RUnlock()
+				return nil, nil, err
+			}
+			rb.gate = &rem.gate
+			return data, rb, nil
+		}
+		rem.gate.RUnlock()
+		if try > 0 { // cannot happen: a re-indexed shard's reads do not check names
+			return nil, nil, fmt.Errorf("%w: the member's tar header names it %q (the index does not match the shard)", loader.ErrCorrupt, wrong.found)
+		}
+		if err := t.dropSidecar(int(s.shard), idx, nil, wrong.member, wrong.found, s.off); err != nil {
+			return nil, nil, err
+		}
 	}
+}
+
+// misnamed is a ranged read's finding that the tar header before a member
+// names it differently from the index.
+type misnamed struct{ member, found string }
+
+// rangedRead reads sample s's header blocks and data with one ranged GET
+// and checks the header before the data: its checksum and size, and,
+// when idx is a sidecar's, the member's name (misnamed when it differs).
+// Where the gap since the previous member (its header blocks) is more
+// than one block, the whole gap is read, so a PAX or GNU long name is
+// checked too; over maxHeaderGap, only the member's own header is, and a
+// long name there reads as different (the drop then finds the sidecar
+// right by the shard's headers, and reads stop checking names).
+func (t *source) rangedRead(idx *shardIndex, s *tarSample) ([]byte, *rangeBuf, *misnamed, error) {
+	name, gap := memberAt(idx.members, s.off)
+	from := s.off - 512
+	if !idx.headers && s.off-gap > 512 && s.off-gap <= maxHeaderGap {
+		from = gap
+	}
+	head := s.off - from
 	rb := remoteBufs.Get().(*rangeBuf)
-	if int64(cap(rb.b)) < s.size+512 {
-		rb.b = make([]byte, s.size+512)
+	if int64(cap(rb.b)) < s.size+head {
+		rb.b = make([]byte, s.size+head)
 	}
-	buf := rb.b[:s.size+512]
-	if err := t.set.ReadAt(t.ctx, int(s.shard), buf, s.off-512); err != nil {
+	buf := rb.b[:s.size+head]
+	if err := t.set.ReadAt(t.ctx, int(s.shard), buf, from); err != nil {
 		remoteBufs.Put(rb)
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	if err := checkHeader(buf[:512], s.size); err != nil {
+	if err := checkHeader(buf[head-512:head], s.size); err != nil {
 		remoteBufs.Put(rb)
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return buf[512:], rb, nil
+	if !idx.headers {
+		if found := headerName(buf, head); found != name {
+			remoteBufs.Put(rb)
+			return nil, nil, &misnamed{member: name, found: found}, nil
+		}
+	}
+	return buf[head:], rb, nil, nil
+}
+
+// memberAt returns the name of the member of ms whose data starts at off,
+// and where its header blocks start: the end of the previous member's
+// data, rounded up to a block (0 for the first).
+func memberAt(ms []tarMember, off int64) (name string, gap int64) {
+	j := sort.Search(len(ms), func(j int) bool { return ms[j].off >= off })
+	if j == len(ms) || ms[j].off != off {
+		return "", off - 512
+	}
+	if j > 0 {
+		gap = (ms[j-1].off + ms[j-1].size + 511) &^ 511
+	}
+	return ms[j].name, gap
+}
+
+// headerName returns the name the tar header blocks in b[:head] give the
+// member whose data starts at b[head]: the name field of its own header
+// when that is all there is, else what archive/tar reads from the blocks
+// (a USTAR prefix, a PAX path, a GNU long name); "" when they do not parse.
+func headerName(b []byte, head int64) string {
+	own := b[head-512 : head]
+	field := string(own[:100])
+	if n := strings.IndexByte(field, 0); n >= 0 {
+		field = field[:n]
+	}
+	ustar := string(own[257:263]) == "ustar\x00"
+	if head == 512 && (!ustar || own[345] == 0) {
+		return field // a lone header without a USTAR prefix: the name is the field
+	}
+	r := bytes.NewReader(b[:head])
+	tr := tar.NewReader(r)
+	for {
+		h, err := tr.Next()
+		if err != nil {
+			return field // a long name over maxHeaderGap: the field holds its start
+		}
+		if pos := r.Size() - int64(r.Len()); pos >= head {
+			if pos == head {
+				return h.Name
+			}
+			return ""
+		}
+	}
+}
+
+// firstDiff returns the first member where index and the shard's headers
+// disagree: its name in index, the name the headers give at its offset
+// ("" when none starts there), and the offset.
+func firstDiff(index, headers []tarMember) (member, found string, off int64) {
+	for i, m := range index {
+		if i >= len(headers) || m.name != headers[i].name || m.off != headers[i].off || m.size != headers[i].size || !bytes.Equal(m.small, headers[i].small) {
+			found, _ = memberAt(headers, m.off)
+			return m.name, found, m.off
+		}
+	}
+	if len(headers) > len(index) {
+		return "", headers[len(index)].name, headers[len(index)].off
+	}
+	return "", "", 0
+}
+
+// dropSidecar drops shard k's sidecar index seen, which a read or a fill
+// found to disagree with the shard's tar headers at member (where the
+// headers say found, at data offset off): it re-indexes the shard from
+// headers (the shard's own index; read now by ranged reads when nil),
+// lays the dataset out again with it, and, when that changes only this
+// shard's samples (their members, offsets, order within the shard: not
+// the dataset's samples, classes or the other shards'), has reads go by
+// it, so every sample is the one the tar holds. Otherwise the shard's
+// samples fail with loader.ErrCorrupt naming the shard and the member.
+// Either way it is logged and counted (SidecarsDropped). A sidecar the
+// headers agree with (a long name the read could not check) is kept,
+// and its names are no longer checked.
+func (t *source) dropSidecar(k int, seen *shardIndex, headers []tarMember, member, found string, off int64) error {
+	sh := &t.shards[k]
+	rem := sh.rem
+	t.dropMu.Lock()
+	defer t.dropMu.Unlock()
+	if rem.idx.Load() != seen {
+		return nil // dropped meanwhile: read again
+	}
+	if e := rem.bad.Load(); e != nil {
+		return *e
+	}
+	if headers == nil {
+		var err error
+		r := &chunkReader{ctx: t.ctx, set: t.set, k: k, size: sh.size}
+		if headers, err = indexTar(r, sh.size, true); err != nil {
+			return fmt.Errorf("re-indexing the shard from its headers (its sidecar names member %q differently): %w", member, err)
+		}
+	}
+	if sameMembers(seen.members, headers) {
+		objstore.Logger().Debug("tar: a member's long name could not be checked by its ranged read; the shard's headers agree with its sidecar", "shard", sh.path, "member", member)
+		rem.idx.Store(&shardIndex{members: headers, headers: true, patch: seen.patch})
+		return nil
+	}
+	n := sidecarsDropped.Add(1)
+	log := objstore.Logger().With("shard", sh.path, "index", sh.path+SidecarSuffix, "member", member, "tar_header_says", found,
+		"offset", off, "sidecars_dropped", n)
+	patch, err := t.relayoutShard(k, headers)
+	if err != nil {
+		err = &loader.RecordError{File: sh.path + "(" + member + ")", Record: -1, Err: fmt.Errorf(
+			"%w: the shard's sidecar index %s names the member at offset %d %q, its tar header %q; re-indexed from its headers, "+
+				"the shard would change the dataset (%w): delete or rewrite the sidecar (loaderd index), or open with index=scan",
+			loader.ErrCorrupt, sh.path+SidecarSuffix, off, member, found, err)}
+		rem.bad.Store(&err)
+		log.Error("tar: the shard's sidecar index disagrees with its tar headers and cannot be mended; the shard's samples fail", "err", err)
+		return err
+	}
+	rem.gate.Lock() // no read of the shard in flight
+	rem.idx.Store(&shardIndex{members: headers, headers: true, patch: patch})
+	rem.gate.Unlock()
+	log.Warn("tar: the shard's sidecar index disagrees with its tar headers (a member's name); sidecar dropped, the shard re-indexed from its headers",
+		"samples_changed", len(patch))
+	return nil
+}
+
+// relayoutShard lays the dataset out again with shard k's members from
+// headers, and returns the samples that changed, all of them shard k's;
+// an error when the layout changes anything else.
+func (t *source) relayoutShard(k int, headers []tarMember) (map[int64]tarSample, error) {
+	for _, m := range headers {
+		if unsafeName(m.name) {
+			return nil, fmt.Errorf("member %q is absolute or has a .. element", m.name)
+		}
+	}
+	members := make([][]tarMember, len(t.shards))
+	for j := range t.shards {
+		members[j] = t.shards[j].rem.idx.Load().members
+	}
+	members[k] = headers
+	l, err := t.layout(members)
+	if err != nil {
+		return nil, err
+	}
+	if len(l.samples) != len(t.samples) || !slices.Equal(l.classes, t.classes) {
+		return nil, fmt.Errorf("%d samples of %d classes, not %d of %d", len(l.samples), len(l.classes), len(t.samples), len(t.classes))
+	}
+	patch := map[int64]tarSample{}
+	for i := range l.samples {
+		j := int64(i)
+		now, then := l.samples[i], t.sample(j)
+		if now == then {
+			continue
+		}
+		if now.shard != int32(k) || then.shard != int32(k) {
+			return nil, fmt.Errorf("sample %d would be %s(%s), not %s(%s)", i, t.shards[now.shard].path, now.name, t.shards[then.shard].path, then.name)
+		}
+		patch[j] = now
+	}
+	return patch, nil
 }
 
 // evict lets shard k's cache file go (objstore.Set's evict): later reads
@@ -308,7 +584,8 @@ func (t *source) startFills() {
 }
 
 // checkHeader checks that h is a valid tar header for a member of size
-// bytes: the index (a sidecar) agrees with the bytes it points into.
+// bytes: the index (a sidecar) agrees with the bytes it points into (the
+// name is checked by rangedRead).
 func checkHeader(h []byte, size int64) error {
 	var sum, signed int64 // some old tars summed signed chars; archive/tar takes both
 	for i, c := range h {

@@ -30,8 +30,9 @@ import (
 // whose shard has another size, or an MD5 ETag that differs, is stale and
 // ignored (with a log line), and the shard's headers are read instead.
 // The members must be those the shard's headers list, in order; a remote
-// read checks the header before each member it fetches, and a cached copy
-// is indexed again and compared.
+// read checks the header before each member it fetches (its name too),
+// and a cached copy is indexed again and compared: a sidecar found wrong
+// is dropped and the shard re-indexed from its headers (dropSidecar).
 
 // SidecarSuffix is appended to a shard's name to name its sidecar index.
 const SidecarSuffix = ".idx"

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/loaderd/loaderd/loader"
 	"github.com/loaderd/loaderd/loader/format/internal/mmap"
@@ -39,7 +40,13 @@ type source struct {
 	set       *objstore.Set
 	ctx       context.Context // ends at Close: ranged reads and fills
 	stop      context.CancelFunc
-	indexedBy []string // per remote shard: cache, sidecar or scan
+	indexedBy []string   // per remote shard: cache, sidecar or scan
+	dropMu    sync.Mutex // one sidecar drop at a time (dropSidecar)
+
+	// layout lays out the samples and classes of the shards' members
+	// (indexFolder or indexWebDataset with the options), into a new
+	// source: at open, and again when a sidecar is dropped.
+	layout func(members [][]tarMember) (*source, error)
 }
 
 type tarShard struct {
@@ -97,6 +104,7 @@ func open(spec string) (*source, error) {
 		}
 	}
 	label := "." + strings.TrimPrefix(o.Str("label", "cls"), ".")
+	image, root := strings.TrimPrefix(o.Str("image", ""), "."), o.Str("root", "\x00")
 	layout := o.Str("layout", "")
 	if layout == "" {
 		layout = "folder"
@@ -108,13 +116,19 @@ func open(spec string) (*source, error) {
 			}
 		}
 	}
-	switch layout {
-	case "folder":
-		err = t.indexFolder(members, o.Str("root", "\x00"))
-	case "webdataset":
-		err = t.indexWebDataset(members, strings.TrimPrefix(o.Str("image", ""), "."), label)
-	default:
+	t.layout = func(members [][]tarMember) (*source, error) {
+		l := &source{shards: t.shards}
+		if layout == "folder" {
+			return l, l.indexFolder(members, root)
+		}
+		return l, l.indexWebDataset(members, image, label)
+	}
+	if layout != "folder" && layout != "webdataset" {
 		err = o.Errorf("layout=%s: want folder or webdataset", layout)
+	} else {
+		var l *source
+		l, err = t.layout(members)
+		t.samples, t.classes = l.samples, l.classes
 	}
 	if err == nil && len(t.samples) == 0 {
 		err = &loader.RecordError{File: o.Path, Record: -1, Err: fmt.Errorf("%w: no image member", loader.ErrEmptyClass)}
@@ -165,12 +179,27 @@ func (t *source) member(i int64) (data []byte, hold imagedec.Hold, err error) {
 	if sh.rem == nil || t.ctx.Err() != nil {
 		return nil, nil, loader.ErrClosed
 	}
-	return t.readRemote(sh, s)
+	return t.readRemote(sh, i)
+}
+
+// sample returns sample i as reads go: the entry the open laid out, or in
+// a remote shard whose sidecar was dropped (dropSidecar), the entry its
+// own headers give. A sample stays in its shard.
+func (t *source) sample(i int64) tarSample {
+	s := &t.samples[i]
+	if rem := t.shards[s.shard].rem; rem != nil {
+		if idx := rem.idx.Load(); idx != nil && idx.patch != nil {
+			if p, ok := idx.patch[i]; ok {
+				return p
+			}
+		}
+	}
+	return *s
 }
 
 // name returns "SHARD(MEMBER)", the way ar(1) names archive members.
 func (t *source) name(i int64) string {
-	s := &t.samples[i]
+	s := t.sample(i)
 	return t.shards[s.shard].path + "(" + s.name + ")"
 }
 
@@ -181,13 +210,13 @@ func (t *source) Len() int64 { return int64(len(t.samples)) }
 func (t *source) Classes() []string { return t.classes }
 
 // LabelOf implements imagedec.Records.
-func (t *source) LabelOf(i int64) int32 { return t.samples[i].label }
+func (t *source) LabelOf(i int64) int32 { return t.sample(i).label }
 
 // Where implements imagedec.Records: the member, as SHARD(MEMBER).
 func (t *source) Where(i int64) (string, int64) { return t.name(i), -1 }
 
 // SizeOf implements imagedec.Records: the member's size, from the index.
-func (t *source) SizeOf(i int64) int64 { return t.samples[i].size }
+func (t *source) SizeOf(i int64) int64 { return t.sample(i).size }
 
 // Encoded implements imagedec.Records: member i's bytes (member).
 func (t *source) Encoded(i int64) ([]byte, imagedec.Hold, error) { return t.member(i) }
