@@ -1,6 +1,8 @@
 package server
 
 import (
+	"github.com/loaderd/loaderd/loader/format/tar"
+
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -85,6 +87,9 @@ func newMetrics(reg *prometheus.Registry, s *Server) *metrics {
 	}
 	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "loaderd_memory_limit_bytes",
 		Help: "The daemon's memory limit (--memory-limit)."}, func() float64 { return float64(s.mem.limit) }))
+	reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "loaderd_tar_sidecars_dropped_total",
+		Help: "Sidecar indexes (.tar.idx) dropped because they disagreed with their shard's tar headers (each also logged, naming the shard and member)."},
+		func() float64 { return float64(tar.SidecarsDropped()) }))
 	// The pool is read at scrape time; New builds it after the metrics.
 	reg.MustRegister(
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "loaderd_workers_active",
