@@ -27,10 +27,13 @@ import (
 type Options struct {
 	Endpoint string // an S3-compatible server, e.g. http://127.0.0.1:9000; "": the SDK's (AWS, or AWS_ENDPOINT_URL_S3)
 	Region   string // "": the SDK's (AWS_REGION, ~/.aws/config), else us-east-1
+	// RetryTimeout replaces Retry.Timeout for this dataset's objects
+	// (the dataset option retry_timeout=20s); 0 keeps the default.
+	RetryTimeout time.Duration
 }
 
 // OptionKeys are the dataset options objstore reads.
-var OptionKeys = []string{"endpoint", "region"}
+var OptionKeys = []string{"endpoint", "region", "retry_timeout"}
 
 // Retry bounds how hard a request is tried. The zero value is not
 // useful; DefaultRetry is what the daemon uses.
@@ -97,6 +100,9 @@ var (
 // reads credentials files and may ask the instance metadata service, not
 // something to repeat per dataset.
 func getClient(ctx context.Context, opts Options, r Retry) (*client, error) {
+	if opts.RetryTimeout > 0 {
+		r.Timeout = opts.RetryTimeout
+	}
 	key := fmt.Sprintf("%s\x00%s\x00%v", opts.Endpoint, opts.Region, r)
 	clientsMu.Lock()
 	defer clientsMu.Unlock()

@@ -104,7 +104,11 @@ var remoteBufs = sync.Pool{New: func() any { return new(rangeBuf) }}
 func (t *source) openRemote(o *options.Options, mode string) ([][]tarMember, error) {
 	start := time.Now()
 	t.ctx, t.stop = context.WithCancel(context.Background())
-	set, err := objstore.Open(t.ctx, o.Path, ".tar", objstore.Options{Endpoint: o.Get("endpoint"), Region: o.Get("region")})
+	so, err := o.Store()
+	if err != nil {
+		return nil, err
+	}
+	set, err := objstore.Open(t.ctx, o.Path, ".tar", so)
 	if err != nil {
 		return nil, err
 	}

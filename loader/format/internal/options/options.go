@@ -1,6 +1,8 @@
 package options
 
 import (
+	"time"
+
 	"context"
 	"fmt"
 	"io/fs"
@@ -198,7 +200,26 @@ func (o *Options) ShardFiles(ext string) ([]string, error) {
 	if !objstore.IsURL(o.Path) {
 		return ShardFiles(o.Path, ext)
 	}
-	return objstore.Shards(context.Background(), o.Path, ext, objstore.Options{Endpoint: o.Get("endpoint"), Region: o.Get("region")})
+	so, err := o.Store()
+	if err != nil {
+		return nil, err
+	}
+	return objstore.Shards(context.Background(), o.Path, ext, so)
+}
+
+// Store returns the object-store options of an s3:// dataset: endpoint=,
+// region= and retry_timeout= (a Go duration, how long one object may
+// keep failing before its read fails).
+func (o *Options) Store() (objstore.Options, error) {
+	so := objstore.Options{Endpoint: o.Get("endpoint"), Region: o.Get("region")}
+	if v := o.Get("retry_timeout"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return so, o.Errorf("retry_timeout=%s: want a positive duration such as 20s", v)
+		}
+		so.RetryTimeout = d
+	}
+	return so, nil
 }
 
 // ShardFiles expands a sharded format's PATH: a file, a directory (its
