@@ -137,3 +137,15 @@ func TestConfigValidateSecurity(t *testing.T) {
 		})
 	}
 }
+
+// --metrics-listen without a host binds every interface, and is warned of.
+func TestEveryInterface(t *testing.T) {
+	for addr, want := range map[string]bool{
+		":9090": true, "0.0.0.0:9090": true, "[::]:9090": true,
+		"127.0.0.1:9090": false, "localhost:9090": false, "10.0.0.11:9090": false, "[::1]:9090": false, "nonsense": false,
+	} {
+		if got := everyInterface(addr); got != want {
+			t.Errorf("everyInterface(%q) = %v, want %v", addr, got, want)
+		}
+	}
+}

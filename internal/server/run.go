@@ -23,6 +23,10 @@ import (
 // any listener or of the metrics server. ready, if not nil, is called with
 // the bound addresses once serving.
 func Run(ctx context.Context, c Config, log *slog.Logger, ready func(addrs []string)) error {
+	nofile, nofileMax, err := raiseOpenFileLimit() // fdlimits_*.go
+	if err != nil {
+		log.Warn("raising the open-file limit (RLIMIT_NOFILE) to its hard limit", "err", err)
+	}
 	sec, err := c.security(log) // before the datasets, which may take long to open
 	if err != nil {
 		return err
@@ -44,6 +48,7 @@ func Run(ctx context.Context, c Config, log *slog.Logger, ready func(addrs []str
 		}
 		return err
 	}
+	srv.fds.instrument(log, srv.opts.Registry) // the hand-over socket's logs and metrics (fdsocket.go)
 	lis, fdLis, metricsLis, err := c.listen()
 	if err != nil {
 		srv.Shutdown(context.Background())
@@ -78,6 +83,10 @@ func Run(ctx context.Context, c Config, log *slog.Logger, ready func(addrs []str
 			return nil
 		})
 		log.Info("metrics", "addr", metricsLis.Addr().String())
+		if everyInterface(c.MetricsListen) {
+			log.Warn("metrics served on every interface: /metrics names datasets, clients and their paths to anyone who can reach this port; "+
+				"give a host (127.0.0.1:PORT, or this host's private address) to keep it local", "metrics_listen", c.MetricsListen)
+		}
 	}
 	g.Go(func() error {
 		<-gctx.Done()
@@ -95,7 +104,8 @@ func Run(ctx context.Context, c Config, log *slog.Logger, ready func(addrs []str
 	for _, d := range datasets {
 		log.Info("dataset", "name", d.Name, "source", d.Source.String(), "samples", d.Source.Len(), "augment", d.Augment)
 	}
-	log.Info("serving", "addrs", addrs, "workers", c.PoolWorkers(), "workers_auto", c.AutoWorkers, "memory_limit", bytesize.Format(c.MemoryLimit))
+	log.Info("serving", "addrs", addrs, "workers", c.PoolWorkers(), "workers_auto", c.AutoWorkers, "memory_limit", bytesize.Format(c.MemoryLimit),
+		"nofile_soft", nofile, "nofile_hard", nofileMax)
 	if ready != nil {
 		ready(addrs)
 	}
@@ -149,4 +159,15 @@ func (c *Config) listen() (lis []net.Listener, fdLis, metrics net.Listener, err 
 		metrics = l
 	}
 	return lis, fdLis, metrics, nil
+}
+
+// everyInterface reports whether a listen address binds every interface
+// (":9090", "0.0.0.0:9090", "[::]:9090").
+func everyInterface(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	ip := net.ParseIP(host)
+	return host == "" || (ip != nil && ip.IsUnspecified())
 }
