@@ -48,7 +48,6 @@ func Run(ctx context.Context, c Config, log *slog.Logger, ready func(addrs []str
 		}
 		return err
 	}
-	srv.fds.instrument(log, srv.opts.Registry) // the hand-over socket's logs and metrics (fdsocket.go)
 	lis, fdLis, metricsLis, err := c.listen()
 	if err != nil {
 		srv.Shutdown(context.Background())

@@ -125,6 +125,7 @@ func New(opts Options, datasets ...*Dataset) (*Server, error) {
 	mem := newBudget(opts.MemoryLimit)
 	s := &Server{opts: opts, log: opts.Logger, datasets: map[string]*Dataset{}, mem: mem,
 		stopping: make(chan struct{}), slots: newPoolCache(mem, opts.IdlePools, opts.IdleTTL), fds: newFdBroker()}
+	s.fds.instrument(opts.Logger, opts.Registry) // the hand-over socket's logs and metrics (fdsocket.go)
 	// Each worker keeps a sample buffer, and a decoder about as large.
 	var scratch int64
 	for _, d := range datasets {
