@@ -12,14 +12,24 @@ import (
 
 // Stream serves one client: an Open, then batches in order within the
 // client's window of unacknowledged batches.
-func (s *Server) Stream(st pb.Loader_StreamServer) error {
+func (s *Server) Stream(st pb.Loader_StreamServer) (err error) {
 	first, err := st.Recv()
 	if err != nil {
 		return err
 	}
 	o := first.GetOpen()
 	if o == nil {
-		return status.Error(codes.InvalidArgument, "loaderd: the first message of a stream must be Open")
+		got := "an empty message"
+		switch {
+		case first.GetAck() != nil:
+			got = "an Ack"
+		case first.GetWant() != nil:
+			got = "a Want"
+		}
+		return status.Errorf(codes.InvalidArgument, "loaderd: the first message of a stream must be Open, got %s", got)
+	}
+	if err := st.Context().Err(); err != nil { // reset already: take nothing
+		return status.FromContextError(err).Err()
 	}
 	select {
 	case <-s.stopping:
@@ -58,8 +68,14 @@ func (s *Server) Stream(st pb.Loader_StreamServer) error {
 	defer s.metrics.streams.Dec()
 	defer ss.end()
 	log.Info("stream opened", "batch", p.cfg.BatchSize, "transport", transportName(p.shm), "start", p.cfg.Start, "in_flight", p.inFlight)
-
-	if err := st.Send(&pb.StreamReply{Msg: &pb.StreamReply_Header{Header: header(p, l, ss.tr)}}); err != nil {
+	defer func() { // every "stream opened" gets its "stream ended"
+		if p.cfg.OnDemand { // its client knows what it asked for; there is no resume point
+			log.Info("stream ended", "sent", ss.sent, "on_demand", true, "err", err)
+		} else {
+			log.Info("stream ended", "sent", ss.sent, "next", ss.resumeAt(), "err", err)
+		}
+	}()
+	if err = st.Send(&pb.StreamReply{Msg: &pb.StreamReply_Header{Header: header(p, l, ss.tr)}}); err != nil {
 		return err
 	}
 	ctx, cancel := context.WithCancel(st.Context())
@@ -73,11 +89,6 @@ func (s *Server) Stream(st pb.Loader_StreamServer) error {
 	}()
 	go ss.receive()
 	err = ss.run(ctx)
-	if p.cfg.OnDemand { // its client knows what it asked for; there is no resume point
-		log.Info("stream ended", "sent", ss.sent, "on_demand", true, "err", err)
-	} else {
-		log.Info("stream ended", "sent", ss.sent, "next", ss.resumeAt(), "err", err)
-	}
 	return err
 }
 
