@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/loaderd/loaderd/internal/bytesize"
 )
@@ -20,6 +21,8 @@ const (
 	memStream  = "stream"  // pinned pools of open streams, and pools gRPC or clients still read
 	memIdle    = "idle"    // pinned pools kept warm for reuse
 	memScratch = "scratch" // the workers' sample and decode buffers
+	memDecode  = "decode"  // decodes of large images in progress (imagedec's memory gate)
+	memNames   = "names"   // SampleNames pages being built
 )
 
 // budget is the daemon-wide memory bound. Every pinned pool is reserved
@@ -28,11 +31,16 @@ const (
 // It is safe for concurrent use.
 type budget struct {
 	mu    sync.Mutex
+	freed *sync.Cond // broadcast when bytes are released
 	limit int64
 	used  map[string]int64
 }
 
-func newBudget(limit int64) *budget { return &budget{limit: limit, used: map[string]int64{}} }
+func newBudget(limit int64) *budget {
+	b := &budget{limit: limit, used: map[string]int64{}}
+	b.freed = sync.NewCond(&b.mu)
+	return b
+}
 
 func (b *budget) totalLocked() int64 {
 	var t int64
@@ -57,7 +65,55 @@ func (b *budget) release(kind string, n int64) {
 	b.mu.Lock()
 	b.used[kind] -= n
 	b.mu.Unlock()
+	b.freed.Broadcast()
 }
+
+// reserveWait is reserve that waits up to wait for others to release
+// what n needs; n more than the whole limit fails at once.
+func (b *budget) reserveWait(kind string, n int64, wait time.Duration) error {
+	if n > b.limit {
+		return b.reserve(kind, n) // the error names the limit
+	}
+	deadline := time.Now().Add(wait)
+	timer := time.AfterFunc(wait, b.freed.Broadcast) // wakes the last wait
+	defer timer.Stop()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for {
+		if free := b.limit - b.totalLocked(); n <= free {
+			b.used[kind] += n
+			return nil
+		}
+		if !time.Now().Before(deadline) {
+			free := b.limit - b.totalLocked()
+			return fmt.Errorf("%w: needs %s, %s of %s free after waiting %v", ErrOverBudget, bytesize.Format(n),
+				bytesize.Format(max(free, 0)), bytesize.Format(b.limit), wait)
+		}
+		b.freed.Wait()
+	}
+}
+
+// decodeGate is imagedec's memory gate on the budget: a large image's
+// decode takes the memory of idle pools if it must, then waits for room
+// (other decodes finish) up to decodeWait.
+type decodeGate struct {
+	b     *budget
+	evict func() bool // unmaps an idle pool; false when there is none
+}
+
+// decodeWait bounds how long a decode waits for memory before its sample
+// fails (and the stream's fault policy decides).
+const decodeWait = 30 * time.Second
+
+func (g decodeGate) Acquire(n int64) error {
+	for g.b.reserve(memDecode, n) != nil {
+		if !g.evict() {
+			return g.b.reserveWait(memDecode, n, decodeWait)
+		}
+	}
+	return nil
+}
+func (g decodeGate) Release(n int64) { g.b.release(memDecode, n) }
 
 // move recounts n bytes from one kind to another.
 func (b *budget) move(from, to string, n int64) {
@@ -65,6 +121,7 @@ func (b *budget) move(from, to string, n int64) {
 	b.used[from] -= n
 	b.used[to] += n
 	b.mu.Unlock()
+	b.freed.Broadcast()
 }
 
 func (b *budget) inUse(kind string) int64 {

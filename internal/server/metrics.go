@@ -80,9 +80,9 @@ func newMetrics(reg *prometheus.Registry, s *Server) *metrics {
 			Help: "1 for each open stream: what its stream number stands for now."},
 			[]string{"stream", "dataset", "client", "rank", "world", "transport"}),
 	}
-	for _, kind := range []string{memStream, memIdle, memScratch} {
+	for _, kind := range []string{memStream, memIdle, memScratch, memDecode, memNames} {
 		reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "loaderd_memory_bytes",
-			Help:        "Batch memory in use, by kind: stream (open streams' pinned pools), idle (pools kept warm), scratch (workers' buffers).",
+			Help:        "Memory counted in --memory-limit, by kind: stream (open streams' pinned pools), idle (pools kept warm), scratch (workers' buffers), decode (decodes of images of 1 Mpx or more in progress), names (SampleNames pages being built).",
 			ConstLabels: prometheus.Labels{"kind": kind}}, func() float64 { return float64(s.mem.inUse(kind)) }))
 	}
 	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "loaderd_memory_limit_bytes",

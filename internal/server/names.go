@@ -50,6 +50,23 @@ func (s *Server) SampleNames(_ context.Context, req *pb.SampleNamesRequest) (*pb
 	}
 	end := min(start+int64(count), size)
 	namer, named := d.Source.(sampleNamer)
+	// The page counts in the memory budget while it is built, a chunk at a
+	// time: many walkers of a dataset with long names add up.
+	var held, pending int64
+	defer func() { s.mem.release(memNames, held) }()
+	take := func(n int64) error {
+		if pending += n; pending < namesChunk {
+			return nil
+		}
+		if err := s.mem.reserve(memNames, pending); err != nil {
+			return status.Errorf(codes.ResourceExhausted, "loaderd: SampleNames of %q: a page of %d names: %v (--memory-limit)", d.Name, end-start, err)
+		}
+		held, pending = held+pending, 0
+		return nil
+	}
+	if err := take(int64(end-start) * nameOverhead); err != nil {
+		return nil, err
+	}
 	resp := &pb.SampleNamesResponse{Start: start, Named: named, Size: size, Names: make([]string, 0, end-start)}
 	for i := start; i < end; i++ {
 		name := ""
@@ -59,7 +76,18 @@ func (s *Server) SampleNames(_ context.Context, req *pb.SampleNamesRequest) (*pb
 		if name == "" {
 			name = strconv.FormatInt(i, 10)
 		}
+		if err := take(int64(len(name))); err != nil {
+			return nil, err
+		}
 		resp.Names = append(resp.Names, name)
 	}
 	return resp, nil
 }
+
+// A name's share of a SampleNames page beside its bytes (its string
+// header, and its tag and length on the wire), and the chunk in which a
+// page's memory is taken from the budget.
+const (
+	nameOverhead = 24
+	namesChunk   = 64 << 10
+)

@@ -85,3 +85,28 @@ func TestSampleNamesRefuses(t *testing.T) {
 		t.Fatalf("while stopping: %v", err)
 	}
 }
+
+// longNames names every sample with 2 KiB.
+type longNames struct{ testSource }
+
+func (longNames) Name(i int64) string { return strings.Repeat("n", 2048) }
+
+// A SampleNames page is built in the memory budget (issue 29, case 5): a
+// page of 10,000 names of 2 KiB is refused under 8 MiB, naming the limit,
+// a smaller one is answered, and nothing stays counted.
+func TestSampleNamesBudget(t *testing.T) {
+	ctx := context.Background()
+	srv, api, _ := serve(t, Options{MemoryLimit: 8 << 20},
+		&Dataset{Name: "long", Spec: "test:", Source: longNames{testSource{n: 20000}}, Augment: "out=u8:hwc"})
+	_, err := api.SampleNames(ctx, &pb.SampleNamesRequest{Dataset: "long", Start: 0, Count: 10000})
+	if status.Code(err) != codes.ResourceExhausted || !strings.Contains(err.Error(), "a page of 10000 names") || !strings.Contains(err.Error(), "--memory-limit") {
+		t.Fatalf("a 20 MiB page under 8 MiB: %v", err)
+	}
+	r, err := api.SampleNames(ctx, &pb.SampleNamesRequest{Dataset: "long", Start: 0, Count: 1000})
+	if err != nil || len(r.Names) != 1000 {
+		t.Fatalf("a 2 MiB page: %d names, %v", len(r.GetNames()), err)
+	}
+	if n := memGauge(t, srv, memNames); n != 0 {
+		t.Fatalf("%d bytes of names still counted", n)
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/loaderd/loaderd/loader"
+	"github.com/loaderd/loaderd/loader/imagedec"
 	"github.com/loaderd/loaderd/pinned"
 
 	"github.com/loaderd/loaderd/internal/bytesize"
@@ -48,6 +49,10 @@ func Run(ctx context.Context, c Config, log *slog.Logger, ready func(addrs []str
 		}
 		return err
 	}
+	// Decodes of large images count in the budget (process-wide: one
+	// daemon a process).
+	imagedec.SetMemoryGate(srv.decodeGate())
+	defer imagedec.SetMemoryGate(nil)
 	lis, fdLis, metricsLis, err := c.listen()
 	if err != nil {
 		srv.Shutdown(context.Background())

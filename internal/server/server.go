@@ -334,3 +334,7 @@ func (s *Server) ActiveStreams() int {
 }
 
 var errStopping = errors.New("loaderd is shutting down")
+
+// decodeGate is the gate Run gives imagedec: decodes of large images in
+// the memory budget.
+func (s *Server) decodeGate() decodeGate { return decodeGate{b: s.mem, evict: s.slots.evictOldest} }

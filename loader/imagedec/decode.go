@@ -202,6 +202,11 @@ func (d *Decoder) header(data []byte) (f int, cfg Config, err error) {
 // HWC. Errors wrap ErrFormat, ErrSize, ErrTooLarge, loader.ErrCorrupt or
 // loader.ErrTruncated.
 func (d *Decoder) Decode(data []byte, dst []byte) (err error) {
+	release, err := d.admitHeader(data)
+	if err != nil {
+		return err
+	}
+	defer release()
 	if d.Backend == TurboJPEG && sniff(data) == fmtJPEG {
 		return d.decodeTurbo(data, dst)
 	}

@@ -65,10 +65,15 @@ func (d *Decoder) DecodeSized(data, dst []byte, want loader.Want) (loader.Decode
 // caller has read with SizedHeader, so the header is not read twice.
 func (d *Decoder) decodeSizedAt(data, dst []byte, h, w int, want loader.Want) (loader.Decoded, error) {
 	if d.Backend == TurboJPEG && sniff(data) == fmtJPEG {
+		release, err := admit("JPEG", h, w)
+		if err != nil {
+			return loader.Decoded{}, err
+		}
+		defer release()
 		return d.decodeTurboSized(data, dst, h, w, want)
 	}
 	// Decode at the image's own size: Decode then neither resizes nor
-	// refuses it.
+	// refuses it (and asks the memory gate).
 	h0, w0, r0 := d.H, d.W, d.Resize
 	d.H, d.W, d.Resize = h, w, false
 	err := d.Decode(data, dst)
