@@ -1,0 +1,78 @@
+package client
+
+import (
+	"time"
+
+	"github.com/loaderd/loaderd/client/sample"
+	"github.com/loaderd/loaderd/client/wire"
+)
+
+// Batch is one received batch. Data, and the slices beside it, stay valid
+// until Release.
+type Batch struct {
+	Seq     uint64 // position in this Stream, from 0, across reconnects
+	Epoch   int64
+	Index   int64 // batch index within the epoch (counted from Offset)
+	Offset  int64 // the epoch's elastic-resume offset (sampler.Position.Offset); 0 but in a resumed start epoch
+	Indices []int64
+	Labels  []int32
+	Params  []sample.Params
+	DType   sample.DType
+	Layout  sample.Layout
+	Shape   []int // N then one sample's dimensions in layout order
+	Data    []byte
+
+	s         *Stream
+	buf       []byte     // ring slot (inline transport)
+	w         wire.Batch // what the decoder wrote; the fields above are views of it
+	gen       int        // stream generation it arrived on
+	serverSeq uint64
+	held      bool
+	wait      time.Duration // how long Next blocked for it; sent on its ack
+	m         *member       // of a pool: the daemon that made it
+	mgen      int           // and its stream, which the ack goes to
+}
+
+// Daemon returns the address of the daemon that made the batch: one of a
+// pool's, or "" for a stream on one daemon.
+func (b *Batch) Daemon() string {
+	if b.m == nil {
+		return ""
+	}
+	return b.m.addr
+}
+
+// Release acknowledges the batch: its buffer returns to the ring and the
+// daemon may send (or, over shared memory, reuse) another.
+func (b *Batch) Release() error { return b.s.release(b) }
+
+// Stats are a stream's counters.
+type Stats struct {
+	Batches, Images, Bytes int64
+	Wait                   time.Duration // time callers spent blocked in Next
+	Elapsed                time.Duration // since the stream opened
+	Reconnects             int
+}
+
+// fill sets b's fields from what the decoder wrote (b.w), but Data.
+func (b *Batch) fill() {
+	w := &b.w
+	b.Epoch, b.Index, b.Indices, b.Labels = w.Epoch, w.Index, w.Indices, w.Labels
+	b.DType, b.Layout = sample.DType(w.DType), sample.Layout(w.Layout)
+	b.Shape = b.Shape[:0]
+	for _, d := range w.Shape {
+		b.Shape = append(b.Shape, int(d))
+	}
+	b.Params = b.Params[:0]
+	p := &w.Params
+	if len(p.Height) == 0 && len(p.Width) == 0 {
+		for i := range min(len(p.Top), len(p.Left), len(p.Flip)) {
+			b.Params = append(b.Params, sample.Params{Top: p.Top[i], Left: p.Left[i], Flip: p.Flip[i]})
+		}
+	} else { // a resampling pipeline: (top, left, height, width) is the box
+		for i := range min(len(p.Top), len(p.Left), len(p.Flip), len(p.Height), len(p.Width)) {
+			b.Params = append(b.Params, sample.Params{Flip: p.Flip[i],
+				Box: sample.Box{X: p.Left[i], Y: p.Top[i], W: p.Width[i], H: p.Height[i]}})
+		}
+	}
+}
