@@ -21,7 +21,7 @@ import os
 
 import grpc
 
-from . import _address
+from . import _address, _fork
 from ._errors import Error
 
 FIELDS = ("tls", "tls_ca", "tls_cert", "tls_key", "tls_server_name", "token", "token_file", "insecure")
@@ -109,6 +109,7 @@ class _CallDetails(collections.namedtuple("_CallDetails", "method timeout metada
 
 def channel(address, creds, options):
     """A gRPC channel to a parsed address (_address.Address) with creds."""
+    _fork.check()  # a child forked without gRPC's fork support: an Error now, not a hang
     if address.target.startswith("unix"):
         return grpc.insecure_channel(address.target, options=options)
     use_tls = creds.tls or any((creds.tls_ca, creds.tls_cert, creds.tls_key, creds.tls_server_name))

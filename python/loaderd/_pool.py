@@ -42,6 +42,7 @@ class PoolSession:
     def __init__(self, pool, creds, open_msg, batches_at, *, prefetch=4, pin=False, values_on=None,
                  failover_after=3.0, all_down_wait=10.0, connect_timeout=10.0):
         self.address, self.closed, self.failed = pool.text, False, None
+        self.forked_from = None
         self._all_down_wait = float(all_down_wait)
         self._final = None
         self._bufs = {}
@@ -125,6 +126,8 @@ class PoolSession:
 
     def next(self):
         """The next Batch, or None when the stream ended."""
+        if self.forked_from is not None:
+            raise _stream.forked_error(self.forked_from)
         if self.closed:
             raise Error("loaderd: stream closed")
         t0 = time.monotonic()
@@ -188,6 +191,15 @@ class PoolSession:
 
     def poll(self):
         pass
+
+    def _before_fork(self):
+        pass  # inline: the batches are in buffers of this process
+
+    def _forked(self, parent):
+        """In a forked child: the scheduler's threads and the daemons'
+        streams are the parent's (see _stream.after_fork)."""
+        self.forked_from = parent
+        self.closed = True
 
     def close(self):
         """End every daemon's stream; tensors the caller holds keep their data."""

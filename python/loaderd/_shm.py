@@ -89,6 +89,18 @@ class _Pagemap:
         return 1 in data[7::8].translate(_WRITTEN)
 
 
+def after_fork():
+    """In a forked child: the pagemap descriptor the parent opened reads
+    the parent's page tables (/proc/self was the parent when it was
+    opened); the child opens its own when it next needs one."""
+    fd, _Pagemap.fd, _Pagemap.tried = _Pagemap.fd, None, False
+    if fd is not None:
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+
+
 def fetch_fd(path, token, timeout=10.0):
     """The region's read-only descriptor from the daemon's fd socket (see
     ShmRegion.fd_socket in loader.proto)."""
@@ -215,6 +227,16 @@ class Region:
             sm = SlotMap(self._fd, base, offset + length - base)
         delta = offset - base
         return sm.view(delta, length, dtype, shape), _Ref(slot, sm, delta, length)
+
+    def keep_private(self, ref):
+        """Before a fork(): copy a viewed batch's pages into this process,
+        so the child inherits them as its own memory and not as the
+        daemon's pages, which the daemon rewrites once this process hands
+        the slot back. This process's views and bookkeeping are unchanged
+        (the pages count as written: they are scrubbed at release)."""
+        sm = ref.slotmap
+        if sm is not None and sm.viewed():
+            sm.detach(ref.delta, ref.length)
 
     def finish(self, ref, force):
         """Whether the batch's slot may go back to the daemon: True once no

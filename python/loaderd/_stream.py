@@ -44,6 +44,37 @@ def close_all():
             pass
 
 
+def before_fork():
+    """Before a fork(): the shared-memory batches this process views are
+    copied into it, so that a child's tensors keep their data (see
+    Region.keep_private)."""
+    for s in list(_sessions):
+        try:
+            s._before_fork()
+        except Exception:
+            pass
+
+
+def after_fork(parent):
+    """In a forked child: every stream opened before the fork stays the
+    parent's (its gRPC call, its request thread, the daemon's window). The
+    child never touches them: each is marked closed, and using one raises
+    an Error that says to start a new iterator. Returns them (the caller
+    keeps them alive: freeing the parent's gRPC objects in the child may
+    block)."""
+    orphans = list(_sessions)
+    for s in orphans:
+        s._forked(parent)
+    _sessions.clear()
+    return orphans
+
+
+def forked_error(parent):
+    return Error(f"loaderd: this iterator's stream was opened by process {parent}, which forked this one, "
+                 "and stays with it: start a new iterator in this process (iter(ds) or ds.batches()); "
+                 "the Dataset itself works here, on a connection of its own")
+
+
 class Batch:
     """One batch: images, labels and where they came from.
 
@@ -148,6 +179,7 @@ class Session:
         self._done = threading.Event()
         self.closed = False
         self.failed = None
+        self.forked_from = None  # the parent's pid, in a child forked while the stream was open
         self.address = address
         self._recs = collections.OrderedDict()  # seq -> _Rec, unacked, in order
         self._bufs = {}  # seq -> ring buffer of a batch not yet released
@@ -207,6 +239,8 @@ class Session:
 
     def next(self):
         """The next Batch, or None when the daemon ended the stream with OK."""
+        if self.forked_from is not None:
+            raise forked_error(self.forked_from)
         if self.closed:
             raise Error("loaderd: stream closed")
         self.poll()
@@ -338,6 +372,22 @@ class Session:
             self._stop()
             if self.region is not None:
                 self.region.close()
+
+    def _before_fork(self):
+        if self.region is not None and not self.closed:
+            for rec in self._recs.values():
+                if rec.ref is not None:
+                    self.region.keep_private(rec.ref)
+
+    def _forked(self, parent):
+        """In a forked child (see after_fork): the call, its request
+        thread and the daemon's slots are the parent's; views the child
+        holds were made private before the fork (_before_fork)."""
+        self.forked_from = parent
+        self.closed = True
+        self._recs.clear()
+        if self.region is not None:
+            self.region.close()  # the child's copy of the descriptor; mappings go with their views
 
     def _stop(self):
         # Cancel first, then end the request generator: ending it first would

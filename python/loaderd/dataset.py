@@ -2,6 +2,8 @@
 
 import atexit
 import collections
+import ctypes
+import os
 import sys
 import time
 import weakref
@@ -9,7 +11,7 @@ import weakref
 import grpc
 import torch
 
-from . import _address, _creds, _pool, _rpc, _values, serve as _serve
+from . import _address, _creds, _fork, _pool, _rpc, _shm, _stream, _values, serve as _serve
 from ._env import rank_world
 from ._errors import Error, ProtocolError
 from ._stream import Session, close_all
@@ -58,6 +60,31 @@ def _close_all():
     _serve.stop_all()  # after the streams: a daemon stopped first would end them with UNAVAILABLE
 
 
+def _after_fork_in_child():
+    """A forked child starts afresh: the parent's streams, channels and
+    daemons stay the parent's. Its Datasets keep their settings and
+    position and dial again on their next call (with gRPC's fork support,
+    see _fork; without it, that call raises an Error at once); its
+    iterators' streams raise an Error that says to start a new iterator.
+    The parent's gRPC objects are kept alive for good: freeing them here,
+    even at exit, may block on state that only the parent's threads would
+    release."""
+    parent = _fork._pid
+    datasets = list(_live)
+    orphans = _stream.after_fork(parent)
+    _fork.forked(bool(orphans) or any(ds._channel is not None for ds in datasets))
+    for ds in datasets:
+        orphans += ds._forked()
+    _live.clear()
+    _shm.after_fork()
+    _serve.after_fork()
+    if orphans:
+        ctypes.pythonapi.Py_IncRef(ctypes.py_object(orphans))  # never freed
+
+
+os.register_at_fork(before=_stream.before_fork, after_in_child=_after_fork_in_child)
+
+
 def _ceil_div(a, b):
     return -(-a // b)
 
@@ -78,6 +105,32 @@ def _global(state):
     if epoch < 0 or batch < 0 or offset < 0:
         raise ValueError(f"loaderd: position ({epoch}, {batch}, offset {offset})")
     return epoch, offset + batch * int(state["batch_size"]) * int(state["world_size"])
+
+
+def _state_int(state, field, default=None):
+    v = state.get(field, default)
+    try:
+        i = int(v)
+    except (TypeError, ValueError):
+        i = None
+    if isinstance(v, bool) or i is None or i != v:
+        raise ValueError(f"loaderd: state field {field} is {v!r}: want an integer")
+    return i
+
+
+def _check_split(state):
+    """Refuse a state whose world, rank or batch size cannot have been
+    saved by a Dataset: its position would mean nothing (a world of 0
+    would resume at the epoch's start, silently)."""
+    world = _state_int(state, "world_size")
+    rank = _state_int(state, "rank", 0)
+    bs = _state_int(state, "batch_size")
+    if world < 1:
+        raise ValueError(f"loaderd: state with world_size {world}: want >= 1")
+    if not 0 <= rank < world:
+        raise ValueError(f"loaderd: state with rank {rank} outside its world_size {world} (want 0 <= rank < world_size)")
+    if not 1 <= bs <= MAX_BATCH:
+        raise ValueError(f"loaderd: state with batch_size {bs}: want 1..{MAX_BATCH}")
 
 
 def eval_augment(default_augment, shape=None):
@@ -378,6 +431,7 @@ class Dataset(torch.utils.data.IterableDataset):
             state["drop_last"] = state.pop("drop_last_batch")
         state.setdefault("batch_size", 1)
         state.setdefault("world_size", 1)
+        _check_split(state)
         return state
 
     def _seek(self, pos, resume):
@@ -508,6 +562,14 @@ class Dataset(torch.utils.data.IterableDataset):
             self.close()
         except Exception:
             pass
+
+    def _forked(self):
+        """In a forked child (see _after_fork_in_child): drop the parent's
+        channel and parked stream; the next call dials afresh. Returns what
+        was dropped."""
+        dropped = [x for x in (self._channel, self._stub, self._warm) if x is not None]
+        self._channel = self._stub = self._warm = self._warm_pos = None
+        return dropped
 
     def __getstate__(self):
         # A DataLoader worker (or a pickle) gets the settings, not the

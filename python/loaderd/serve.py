@@ -11,10 +11,16 @@ import time
 
 import grpc
 
-from . import _rpc
+from . import _fork, _rpc
 from ._errors import Error
 
 _running = set()  # started and not stopped: stopped at exit (see dataset._close_all)
+
+
+def after_fork():
+    """In a forked child: the parent's daemons stay the parent's (the
+    child's exit must not stop them, nor remove their directories)."""
+    _running.clear()
 
 # Quick retries while the daemon comes up: gRPC's default reconnect backoff
 # starts at 1 s and grows, which would make a 100 ms start look like seconds.
@@ -71,12 +77,19 @@ class Daemon:
         self._owns = owns_workdir
         self.stop_timeout = stop_timeout
         self.returncode = None
+        self._owner = os.getpid()  # a forked child neither waits for nor stops its parent's daemon
 
     @property
     def pid(self):
         return self.proc.pid
 
     def alive(self):
+        if os.getpid() != self._owner:
+            try:
+                os.kill(self.proc.pid, 0)
+                return True
+            except OSError:
+                return False
         return self.proc.poll() is None
 
     def log_tail(self, lines=20):
@@ -93,8 +106,9 @@ class Daemon:
     def stop(self, timeout=None):
         """Stop the daemon (SIGTERM: streams end with UNAVAILABLE; SIGKILL
         after timeout seconds) and remove its private directory. Returns its
-        exit code; idempotent."""
-        if self.returncode is None:
+        exit code; idempotent. In a process forked from the one that
+        started it, it does nothing (the daemon is the parent's)."""
+        if self.returncode is None and os.getpid() == self._owner:
             timeout = self.stop_timeout if timeout is None else timeout
             if self.proc.poll() is None:
                 try:
@@ -142,6 +156,7 @@ def serve(datasets, *, binary=None, workers=None, args=(), socket=None, log=None
     the interpreter exits; started from the main thread, it also gets
     SIGTERM if this process dies without stopping it (setpriv --pdeathsig).
     """
+    _fork.check()
     exe = find_binary(binary)
     argv = [exe, "serve"] + _dataset_args(datasets)
     if workers is not None:

@@ -115,3 +115,45 @@ def test_disagreeing_states_are_refused(open_dataset):
         open_dataset("odd", 16, world_size=3).load_state_dict(states[:1])  # a list must hold every rank's
     with pytest.raises(ValueError, match="seed"):
         open_dataset("odd", 16, seed=4, world_size=3).load_state_dict(states[0])
+
+
+@pytest.mark.parametrize("bad,why", [
+    ({"world_size": 0}, "world_size 0: want >= 1"),
+    ({"world_size": -2}, "world_size -2: want >= 1"),
+    ({"rank": 2, "world_size": 2}, "rank 2 outside its world_size 2"),
+    ({"rank": -1}, "rank -1 outside its world_size 1"),
+    ({"batch_size": 0}, "batch_size 0: want 1..16384"),
+    ({"world_size": 1.5}, "world_size is 1.5: want an integer"),
+    ({"world_size": None}, "world_size is None: want an integer"),
+])
+def test_states_outside_any_world_are_refused(bad, why):
+    """A state whose world, rank or batch size no Dataset could have saved
+    (issue 29: world_size=0 used to be accepted, and resumed at the epoch's
+    start) raises ValueError, alone or in a list, and leaves the dataset's
+    position where it was. No daemon is needed: loading does not dial."""
+    import loaderd
+
+    ds = loaderd.Dataset("unix:///nonexistent/loaderd.sock", "odd", 16, seed=3, connect_timeout=0)
+    good = ds.state_dict()
+    good.update(epoch=2, batch=5)
+    ds.load_state_dict(good)
+    assert ds.position == (2, 5)
+    for state in (dict(good, **bad), [dict(good, **bad)]):
+        with pytest.raises(ValueError, match=why):
+            ds.load_state_dict(state)
+        assert ds.position == (2, 5)
+    assert ds.state_dict() == good
+
+
+def test_constructor_refuses_worlds_outside_range(monkeypatch):
+    import loaderd
+
+    for k in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE"):
+        monkeypatch.delenv(k, raising=False)
+    for rank, world, why in ((0, 0, "rank 0 of world size 0"), (None, 0, "rank 0 of world size 0"),
+                             (3, 2, "rank 3 of world size 2"), (-1, 2, "rank -1 of world size 2")):
+        with pytest.raises(ValueError, match=why):
+            loaderd.Dataset("unix:///nonexistent/loaderd.sock", "odd", 16, rank=rank, world_size=world)
+    monkeypatch.setenv("WORLD_SIZE", "0")
+    with pytest.raises(ValueError, match="world size 0"):
+        loaderd.Dataset("unix:///nonexistent/loaderd.sock", "odd", 16)
