@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# gpu-check.sh measures issue 14's figures on a GPU machine from the bundle
+# gpu-check.sh measures issues 14's and 30's figures on a GPU machine from the bundle
 # scripts/gpu-bundle.sh built (no Go toolchain, no network needed), each
 # step timed and bounded, and writes them to one Markdown results file
 # ready to become docs/GPU.md. Without a GPU it runs what it can against
@@ -20,6 +20,10 @@
 #              a 3-step CPU smoke run and the search under --device-memory
 #   torch      python/examples/gpu_compare.py: ResNet-18 fed by the Python
 #              client vs DataLoader; without CUDA a tiny CPU smoke run
+#   torch-step python/examples/torch_step.py: PyTorch's step rate for the
+#              same ResNet-18 (bf16 channels-last, TF32, f32), GPU only
+#   torch-recipe python/examples/torch_recipe.py: the cifar step's recipe
+#              in PyTorch on the same loaderd datasets, GPU only
 #
 # --deadline bounds the whole run (default 570 s, inside the device tool's
 # 10-minute command limit): each step's timeout is cut to what is left, and
@@ -30,7 +34,9 @@
 # (auto: sized to CIFAR_TIMEOUT by a probe run; or a number),
 # CIFAR_MAX_EPOCHS, CIFAR_PROBE_STEPS, CIFAR_TIMEOUT,
 # CIFAR_BATCH_AUTO (0: skip the --batch auto search), TORCH_ARGS
-# (gpu_compare.py flags), TORCH_TIMEOUT, SANITIZER_TIMEOUT (each tool),
+# (gpu_compare.py flags), TORCH_TIMEOUT, TORCH_STEP_TIMEOUT,
+# TORCH_RECIPE_EPOCHS (a list: one run each), TORCH_RECIPE_TIMEOUT,
+# SANITIZER_TIMEOUT (each tool),
 # GPU_CHECK_WORK (/tmp/loaderd-gpu).
 set -uo pipefail
 cd "$(dirname "$0")/.."
