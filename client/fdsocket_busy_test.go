@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -22,15 +23,20 @@ func TestFetchRegionRetriesBusy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var wg sync.WaitGroup
+	defer wg.Wait() // after the listener closes: no goroutine waits in Accept
 	defer l.Close()
 	f, err := os.CreateTemp(t.TempDir(), "region")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
+	fd := int(f.Fd()) // read here: the server goroutines must not race Close
 	replies := []string{"loaderd: hand-over socket busy: too many exchanges at once; retry",
 		"loaderd: hand-over socket busy: too many exchanges at once for this user; retry", ""}
+	wg.Add(1)
 	go func() {
+		defer wg.Done()
 		for _, r := range replies {
 			c, err := l.AcceptUnix()
 			if err != nil {
@@ -39,7 +45,7 @@ func TestFetchRegionRetriesBusy(t *testing.T) {
 			if r == "" {
 				buf := make([]byte, 256)
 				c.Read(buf)
-				c.WriteMsgUnix([]byte{0}, unix.UnixRights(int(f.Fd())), nil)
+				c.WriteMsgUnix([]byte{0}, unix.UnixRights(fd), nil)
 			} else {
 				c.Write(append([]byte{1}, r...))
 			}
@@ -52,7 +58,9 @@ func TestFetchRegionRetriesBusy(t *testing.T) {
 	}
 	got.Close()
 
+	wg.Add(1)
 	go func() {
+		defer wg.Done()
 		c, err := l.AcceptUnix()
 		if err != nil {
 			return
