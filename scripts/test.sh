@@ -60,12 +60,16 @@ in_modules staticcheck ./...
 # packages each one covers), and the pure-Go tests on arm64 under qemu.
 ./scripts/cross.sh
 in_modules go test -count=1 ./...
-# The concurrent packages again under the race detector.
-(cd sampler && go test -count=1 -race ./...)
-(cd pinned && go test -count=1 -race ./...)
-(cd client && go test -count=1 -race ./...)
-(cd trainer && go test -count=1 -race ./...)
-go test -count=1 -race ./loader/... ./internal/...
+# The concurrent packages again under the race detector. Exhaustive
+# sweeps skip themselves there (raceEnabled); the timeout leaves room for
+# a machine that other work slows down (go test's 10 minutes did not, for
+# loader/imagedec on two busy cores, before its sweeps left the race run).
+race=(go test -count=1 -race -timeout 25m)
+(cd sampler && "${race[@]}" ./...)
+(cd pinned && "${race[@]}" ./...)
+(cd client && "${race[@]}" ./...)
+(cd trainer && "${race[@]}" ./...)
+"${race[@]}" ./loader/... ./internal/...
 
 # Fuzz each decoder entry point for a bounded time (the seed corpora ran above).
 # go test -fuzz can report "context deadline exceeded" with no failing

@@ -50,6 +50,9 @@ func cropBoxes(rng *rand.Rand, w, h int) []sample.Box {
 // for the progressive ones. It declines none of them (only CMYK, files
 // libjpeg or jpegx would warn on, and the like fall back).
 func TestCropMatchesFullDecode(t *testing.T) {
+	if raceEnabled { // an exhaustive sweep on one goroutine: the run without -race has it
+		t.Skip("skipped under -race: an exhaustive sweep with nothing concurrent to check (5 minutes under the detector)")
+	}
 	if testing.Short() {
 		t.Skip("skipped in -short: crops 3,000 large images a dozen times")
 	}

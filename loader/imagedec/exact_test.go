@@ -94,6 +94,9 @@ func TestExactMatchesLibjpegCIFAR(t *testing.T) {
 // file, sequential and progressive (768 of them; 4:4:4, 4:2:2, 4:2:0,
 // greyscale), equal byte for byte.
 func TestExactMatchesLibjpegLarge(t *testing.T) {
+	if raceEnabled { // an exhaustive sweep on one goroutine: the run without -race has it
+		t.Skip("skipped under -race: an exhaustive sweep with nothing concurrent to check (5 minutes under the detector)")
+	}
 	if testing.Short() {
 		t.Skip("skipped in -short: decodes 3,000 large images twice")
 	}

@@ -123,6 +123,9 @@ func TestTurboMatchesPILCIFAR(t *testing.T) {
 // ImageNet-sized photographs: 4:4:4, 4:2:2, 4:2:0, progressive and
 // greyscale files; scripts/make-large-images.py).
 func TestTurboMatchesPILLarge(t *testing.T) {
+	if raceEnabled { // an exhaustive sweep on one goroutine: the run without -race has it
+		t.Skip("skipped under -race: an exhaustive sweep with nothing concurrent to check (5 minutes under the detector)")
+	}
 	if testing.Short() {
 		t.Skip("skipped in -short: decodes 3,000 large images twice")
 	}
