@@ -88,8 +88,7 @@ func (s *Server) Stream(st pb.Loader_StreamServer) (err error) {
 		}
 	}()
 	go ss.receive()
-	err = ss.run(ctx)
-	return err
+	return ss.run(ctx)
 }
 
 func transportName(shm bool) string {

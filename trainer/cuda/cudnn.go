@@ -124,8 +124,7 @@ func (d *Device) CUDNN() string {
 	if d.dnn == nil {
 		return "own kernels (im2col + GEMM): cuDNN " + d.dnnWhy
 	}
-	v := d.dnn.lib.Version()
-	s := fmt.Sprintf("cuDNN %d.%d.%d", v/10000, v/100%100, v%100)
+	s := "cuDNN " + d.dnn.lib.VersionString()
 	if p := d.dnn.lib.Path(); p != "" {
 		s += " (" + p + ")"
 	}

@@ -215,6 +215,5 @@ func convolutions() string {
 		return "own kernels (im2col + GEMM): " + err.Error()
 	}
 	defer l.Close()
-	v := l.Version()
-	return fmt.Sprintf("cuDNN %d.%d.%d (%s)", v/10000, v/100%100, v%100, l.Path())
+	return fmt.Sprintf("cuDNN %s (%s)", l.VersionString(), l.Path())
 }

@@ -1,6 +1,7 @@
 package driver
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -173,6 +174,12 @@ func (c *CUDNN) Version() int {
 		return 0
 	}
 	return int(c.GetVersion())
+}
+
+// VersionString is Version as "9.14.0" ("0.0.0" for hand-made bindings).
+func (c *CUDNN) VersionString() string {
+	v := c.Version()
+	return fmt.Sprintf("%d.%d.%d", v/10000, v/100%100, v%100)
 }
 
 // Close unloads the library (the sub-libraries stay loaded: cuDNN may hold
