@@ -5,7 +5,7 @@
 // are named on command lines as FORMAT:PATH[?OPTIONS] and opened with
 // Open, which finds FORMAT among the formats registered with
 // RegisterFormat and applies the options every format takes (holdout= and
-// part=, see Split). The formats live in their own packages under
+// part=, see Split; order=torch, see OrderOf). The formats live in their own packages under
 // loader/format/ (cifar, synthetic, folder, tar, arrow, parquet), each
 // registering itself when imported, as image/png does for image.Decode;
 // loader/format/all imports them all. The formats of encoded images decode

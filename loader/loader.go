@@ -162,6 +162,7 @@ func New(pool *Pool, cfg Config) (*Loader, error) {
 		if so, ok := As[ShardOrderer](cfg.Source); ok {
 			dist.Shards = so.ShardOrder()
 		}
+		dist.Order = OrderOf(cfg.Source)
 		if err := dist.Validate(); err != nil {
 			errs = append(errs, strings.TrimPrefix(err.Error(), "sampler: "))
 		}

@@ -107,6 +107,10 @@ func Formats() []string {
 //	holdout=K     set aside the last K samples of each class (see Split),
 //	holdout=F     or, 0 < F < 1, that fraction of each (SplitFraction)
 //	part=train    the rest (the default), or part=val: the set-aside part
+//	order=torch   shuffle as PyTorch's DistributedSampler does, to the
+//	              index (sampler.Torch; see OrderOf); order=torch:legacy
+//	              as torch releases before 2025 did; order=uniform is
+//	              loaderd's own order, the default
 //
 // On error the Source is nil, whatever the opener returned with it.
 func Open(spec string) (Source, error) {
@@ -117,6 +121,7 @@ func Open(spec string) (Source, error) {
 	if !ok {
 		return nil, fmt.Errorf("loader: %q: %w %q (known: %s)", spec, ErrUnknownFormat, format, strings.Join(Formats(), ", "))
 	}
+	rest, order := takeOrder(rest)
 	rest, hold, val, err := splitOptions(rest)
 	if err != nil {
 		return nil, fmt.Errorf("loader: %q: %w", spec, err)
@@ -128,7 +133,7 @@ func Open(spec string) (Source, error) {
 		return nil, err
 	}
 	if hold.k == 0 && hold.frac == 0 {
-		return src, nil
+		return withOrder(src, order), nil
 	}
 	part, err := guardOpen(func() (Source, error) {
 		if hold.frac > 0 {
@@ -140,7 +145,7 @@ func Open(spec string) (Source, error) {
 		src.Close()
 		return nil, err
 	}
-	return part, nil
+	return withOrder(part, order), nil
 }
 
 // holdoutOption is holdout=: k samples per class, or a fraction of each.

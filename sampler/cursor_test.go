@@ -78,6 +78,8 @@ var cursorCases = []struct {
 	{Distributed{N: 7, World: 1, Seed: 2}, 7, false},
 	{Distributed{N: 1, World: 1, Seed: 2, Shuffle: true}, 4, false},
 	{Distributed{N: 3, World: 8, Rank: 7, Seed: 2, Shuffle: true}, 1, false},
+	{Distributed{N: 103, World: 3, Rank: 1, Seed: 9, Shuffle: true, Order: Torch}, 8, false},
+	{Distributed{N: 3, World: 8, Rank: 6, Seed: 1 << 40, Shuffle: true, Order: Torch}, 1, false},
 }
 
 // TestCursorWalk checks that a walk from {0, 0} visits every batch of each

@@ -21,9 +21,11 @@ var (
 // Distributed plans each rank's share of every epoch, with the index
 // arithmetic of PyTorch's DistributedSampler. Epoch e's order is a keyed
 // permutation of [0, N) (key EpochKey(Seed, e)) when Shuffle is set, the
-// identity otherwise. Without DropLast the order is padded by wrapping
-// around to TotalSize; with it, it is cut to TotalSize. Rank r takes the
-// positions r, r+World, r+2·World, … of that list.
+// identity otherwise; with Order Torch it is torch's own randperm, so
+// that the plan is DistributedSampler's to the index. Without DropLast
+// the order is padded by wrapping around to TotalSize; with it, it is cut
+// to TotalSize. Rank r takes the positions r, r+World, r+2·World, … of
+// that list.
 type Distributed struct {
 	N        int64
 	Rank     int
@@ -34,6 +36,11 @@ type Distributed struct {
 	// Shards, when set with Shuffle, replaces the uniform order by a
 	// shard-shuffle order over the same N (see Shards); nil: uniform.
 	Shards *Shards
+	// Order, with Shuffle, picks the epoch order: Uniform (the default:
+	// the keyed permutation, or Shards when set), or Torch and
+	// TorchLegacy, torch.randperm's order (Shards must then be nil).
+	// Padding, cutting and splitting are the same for every order.
+	Order Order
 }
 
 // Validate reports every problem with d at once. DropLast with N < World is
@@ -55,11 +62,18 @@ func (d Distributed) Validate() error {
 	if d.Shards != nil && d.Shards.Len() != d.N {
 		errs = append(errs, fmt.Errorf("%w: the shards hold %d samples, N=%d", ErrShards, d.Shards.Len(), d.N))
 	}
+	switch {
+	case d.Order > TorchLegacy:
+		errs = append(errs, fmt.Errorf("%w: %v", ErrOrder, d.Order))
+	case d.Order != Uniform && d.Shards != nil:
+		errs = append(errs, fmt.Errorf("%w: %v excludes a shard order", ErrOrder, d.Order))
+	}
 	return errors.Join(errs...)
 }
 
 func (d Distributed) valid() bool {
-	return d.N > 0 && d.N <= MaxN && d.World >= 1 && d.Rank >= 0 && d.Rank < d.World && (d.Shards == nil || d.Shards.Len() == d.N)
+	return d.N > 0 && d.N <= MaxN && d.World >= 1 && d.Rank >= 0 && d.Rank < d.World && (d.Shards == nil || d.Shards.Len() == d.N) &&
+		d.Order <= TorchLegacy && (d.Order == Uniform || d.Shards == nil)
 }
 
 // NumSamples returns how many positions each rank gets per epoch:
@@ -131,7 +145,12 @@ func (d Distributed) EpochFrom(e, off int64) Epoch {
 		len:     d.NumSamplesFrom(off),
 		shuffle: d.Shuffle,
 	}
-	if d.Shuffle {
+	switch {
+	case d.Shuffle && d.Order.torch():
+		// DistributedSampler seeds with seed + epoch (Python integers,
+		// of which torch's engine keeps the low 32 bits).
+		ep.torch = torchEpoch(d.N, d.Seed+uint64(e), d.Order == TorchLegacy)
+	case d.Shuffle:
 		ep.perm = NewPerm(d.N, EpochKey(d.Seed, e))
 		ep.shards = d.Shards.epoch(EpochKey(d.Seed, e))
 	}
@@ -149,6 +168,7 @@ type Epoch struct {
 	len     int64
 	shuffle bool
 	shards  *shardEpoch // shard-shuffle order (Distributed.Shards); nil: perm
+	torch   *torchPerm  // torch's order (Distributed.Order); nil: perm
 }
 
 // Len returns the number of positions.
@@ -175,6 +195,9 @@ func (e Epoch) global(pos int64) uint64 {
 }
 
 func (e Epoch) index(g uint64) int64 {
+	if e.torch != nil {
+		return e.torch.at(g)
+	}
 	if e.shards != nil {
 		return e.shards.at(int64(g))
 	}
@@ -194,6 +217,13 @@ func (e Epoch) Fill(dst []int64, start int64) []int64 {
 	k := min(int64(len(dst)), e.len-start)
 	dst = dst[:k]
 	g := e.global(start)
+	if e.torch != nil {
+		for i := range dst {
+			dst[i] = e.torch.at(g)
+			g = e.step(g)
+		}
+		return dst
+	}
 	if e.shards != nil {
 		for i := range dst {
 			dst[i] = e.shards.at(int64(g))

@@ -248,6 +248,9 @@ func epochOrder(d Distributed, e int64) []int64 {
 		}
 		return o
 	}
+	if d.Order == Torch {
+		return TorchRandperm(d.N, d.Seed+uint64(e))
+	}
 	return order(NewPerm(d.N, EpochKey(d.Seed, e)))
 }
 

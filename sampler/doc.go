@@ -12,8 +12,12 @@
 // memory and tens of nanoseconds, so planning a billion-sample dataset
 // costs nothing. The order of epoch e under seed s is NewPerm(N,
 // EpochKey(s, e)): a pure function of (seed, epoch), shared by all ranks,
-// so loaderd instances need no coordination. The order is not torch's
-// randperm; only the arithmetic around it matches.
+// so loaderd instances need no coordination. That order is not torch's
+// randperm; only the arithmetic around it matches. Order Torch swaps in
+// torch's own order (TorchRandperm, torch's Mersenne Twister and
+// shuffle, seeded with seed+epoch as DistributedSampler seeds it), so
+// that a rank's epoch is DistributedSampler's to the index; it costs an
+// O(N) permutation per epoch.
 //
 // Batches are addressed by Position (epoch, batch). A Cursor walks batches
 // across epoch boundaries from any Position, and resuming at a Position

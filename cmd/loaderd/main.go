@@ -28,7 +28,8 @@ commands:
   top     live view of a running daemon: streams, datasets, workers (needs serve --metrics-listen)
 
 Formats: cifar:PATH, synthetic[:N], folder:DIR, tar:FILE|DIR|GLOB, arrow:PATH, parquet:PATH;
-options follow '?', and every format takes ?holdout=K&part=train|val (K per class, or a fraction 0<K<1).
+options follow '?', and every format takes ?holdout=K&part=train|val (K per class, or a fraction 0<K<1)
+and ?order=torch (shuffle exactly as PyTorch's DistributedSampler, seed for seed, epoch for epoch).
 
 Run 'loaderd <command> -h' for a command's flags.
 `

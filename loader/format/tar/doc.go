@@ -35,7 +35,9 @@
 //	order=uniform|shards[:W]          the sampler's shuffle: uniform over all samples
 //	                                  (default), or shard-shuffle: shards in random
 //	                                  order, samples mixed W shards at a time
-//	                                  (default 4; see sampler.Shards)
+//	                                  (default 4; see sampler.Shards); order=torch,
+//	                                  torch's DistributedSampler order, is every
+//	                                  format's option (loader.Open)
 //	index=auto|scan|whole             s3:// only: how a shard not in the cache is
 //	                                  indexed: auto, its sidecar SHARD.tar.idx
 //	                                  (loaderd index) if current, else its headers
