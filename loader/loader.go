@@ -45,6 +45,12 @@ type Config struct {
 	// stream this way, each daemon the batches its client asks of it.
 	OnDemand bool
 
+	// Tenant groups streams for the workers' turns (any comparable value;
+	// the daemon uses the client's connection): workers serve tenants in
+	// turn, then a tenant's streams in turn, so opening many streams does
+	// not win more of the workers. nil: the stream is a tenant of its own.
+	Tenant any
+
 	// OnError is what the stream does with a sample its source cannot
 	// read (a corrupt image, a bad label): FailOnError, the default, fails
 	// the stream; SkipOnError delivers the next readable sample in its

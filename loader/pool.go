@@ -16,21 +16,24 @@ const chunkSize = 16
 
 // Pool is the set of worker goroutines (PyTorch's num_workers) shared by
 // every Loader built on it. Workers take chunks of queued batches
-// round-robin across loaders, so one busy stream cannot starve another;
-// each Loader bounds its own batches in flight. SetActive parks the
+// round-robin across tenants (Config.Tenant: the daemon's clients), then
+// across a tenant's loaders, so neither one busy stream nor a client
+// with many streams can starve another; each Loader bounds its own
+// batches in flight. SetActive parks the
 // workers above a count (--workers auto), and Busy sums the time workers
 // spent on chunks. A Pool is safe for concurrent use.
 type Pool struct {
-	mu      sync.Mutex
-	cond    sync.Cond // queued work, or Close
-	parked  sync.Cond // workers at or above limit wait here for SetActive
-	active  []*Loader // loaders with queued chunks, in round-robin order
-	rr      int
-	closed  bool
-	done    chan struct{}
-	wg      sync.WaitGroup
-	workers int
-	limit   int // workers with id < limit take chunks
+	mu       sync.Mutex
+	cond     sync.Cond       // queued work, or Close
+	parked   sync.Cond       // workers at or above limit wait here for SetActive
+	tenants  []*tenant       // tenants with queued chunks, in round-robin order (tenant.go)
+	byTenant map[any]*tenant // the same, by Config.Tenant
+	rr       int
+	closed   bool
+	done     chan struct{}
+	wg       sync.WaitGroup
+	workers  int
+	limit    int // workers with id < limit take chunks
 
 	t0      time.Time     // the clock busy time is read on (monotonic)
 	states  []workerState // per worker: the start of its chunk in progress
@@ -45,7 +48,7 @@ type Pool struct {
 func NewPool(workers int) *Pool {
 	workers = max(workers, 1)
 	p := &Pool{done: make(chan struct{}), stopped: make(chan struct{}), workers: workers, limit: workers,
-		t0: time.Now(), states: make([]workerState, workers)}
+		t0: time.Now(), states: make([]workerState, workers), byTenant: map[any]*tenant{}}
 	p.cond.L = &p.mu
 	p.parked.L = &p.mu
 	p.wg.Add(workers)
@@ -154,17 +157,11 @@ func (p *Pool) take(id int) (chunk, bool) {
 			p.parked.Wait()
 			continue
 		}
-		if len(p.active) > 0 {
-			if p.rr >= len(p.active) {
-				p.rr = 0
-			}
-			l := p.active[p.rr]
+		if l, ok := p.nextLocked(); ok {
 			c := l.nextChunkLocked()
 			l.busy.Add(1)
 			if l.qlen == 0 {
-				p.removeLocked(p.rr)
-			} else {
-				p.rr++
+				p.deactivateLocked(l)
 			}
 			return c, true
 		}
@@ -178,10 +175,7 @@ func (p *Pool) submit(b *Batch) {
 	p.mu.Lock()
 	l.queue[(l.qhead+l.qlen)%len(l.queue)] = b
 	l.qlen++
-	if !l.active {
-		l.active = true
-		p.active = append(p.active, l)
-	}
+	p.activateLocked(l)
 	p.mu.Unlock()
 	p.cond.Broadcast()
 }
@@ -190,18 +184,6 @@ func (p *Pool) submit(b *Batch) {
 func (p *Pool) withdraw(l *Loader) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for i, a := range p.active {
-		if a == l {
-			p.removeLocked(i)
-			break
-		}
-	}
+	p.deactivateLocked(l)
 	l.qhead, l.qlen = 0, 0
-}
-
-func (p *Pool) removeLocked(i int) {
-	p.active[i].active = false
-	copy(p.active[i:], p.active[i+1:])
-	p.active[len(p.active)-1] = nil
-	p.active = p.active[:len(p.active)-1]
 }

@@ -46,9 +46,15 @@ func connRefsOf(ctx context.Context) *connRefs {
 // connRefs holds the slots lent to gRPC on one connection and not yet
 // given back. It is safe for concurrent use.
 type connRefs struct {
-	mu    sync.Mutex
-	ended bool
-	refs  map[*slotRef]struct{}
+	mu     sync.Mutex
+	ended  bool
+	refs   map[*slotRef]struct{}
+	resets resetRate // streams reset before their header (see tapStreams)
+
+	// Pool bytes of streams whose client has not answered yet (unproven),
+	// and a channel closed when they fall (see reserveUnproven).
+	unproven int64
+	fewer    chan struct{}
 }
 
 // add tracks r; it reports false when the connection has already ended,

@@ -1,11 +1,13 @@
+//go:build linux
+
 package server
 
 import (
 	"bufio"
 	"context"
-	"log/slog"
+	"fmt"
 	"os"
-	"runtime"
+	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,109 +18,123 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/loaderd/loaderd/client/clienttest"
 	pb "github.com/loaderd/loaderd/proto/loaderd/v1"
 )
 
-// rss returns this process's resident set in bytes (0 off Linux).
-func rss() int64 {
-	f, err := os.Open("/proc/self/status")
-	if err != nil {
-		return 0
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "VmRSS:"); ok {
-			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-			return kb << 10
-		}
-	}
-	return 0
-}
+// The rapid-reset attacker runs in a child process, as a real one would:
+// in the test's process its goroutines would share the scheduler with the
+// normal client being measured.
+const (
+	resetFloodAddrEnv = "LOADERD_RESET_FLOOD_ADDR" // the daemon's address, in the child
+	resetFloodFor     = 3 * time.Second
+)
 
-// TestRapidResetFlood (issue 29, case 7) measures an HTTP/2 rapid-reset
-// flood: four connections open streams and reset each as soon as its Open
-// is sent, from 32 goroutines each, against a daemon whose memory limit
-// lets them map 1.5 GiB of batch pools (20 MiB a stream). It logs how far
-// the process grows and how often a normal client on its own connection
-// still opens a stream, and holds what must hold: the normal client's
-// Opens all succeed, and every stream logged as opened is logged as ended.
-// Opt-in (LOADERD_FLOOD=1): it is a measurement of several seconds.
+// floodOpen is what both the attacker and the normal client open: batches
+// of 1024 CIFAR-sized images in f32, 12 MiB, 4 in flight.
+var floodOpen = &pb.Open{Dataset: "synth", BatchSize: 1024, MaxInFlight: 4, Augment: "out=f32:chw"}
+
+// TestRapidResetFlood (issue 29, case 7): four connections open streams
+// with an Open in each and reset them at once, from 32 goroutines each,
+// against the real daemon under its default memory limit, while a normal
+// client on its own connection opens streams and reads their first
+// batch. It holds what must hold: the daemon's peak resident set stays
+// under 2 GiB, every Open of the normal client succeeds, at a rate that
+// is logged, and every stream logged as opened is logged as ended.
+// LOADERD_FLOOD=1 also holds the rate to the issue's goal, 80% of the
+// quiet rate: a figure of timing, which a loaded machine would fail.
 func TestRapidResetFlood(t *testing.T) {
-	if os.Getenv("LOADERD_FLOOD") != "1" {
-		t.Skip("a flood of several seconds and 100k streams: LOADERD_FLOOD=1 runs it")
+	if testing.Short() {
+		t.Skip("a flood of seconds and 100k streams")
 	}
-	logs := &countingLog{}
-	srv, err := New(Options{Workers: 2, MemoryLimit: 1536 << 20, IdlePools: 1, Logger: slog.New(slog.NewTextHandler(logs, nil))},
-		testDataset("good", testSource{n: 1 << 16}))
+	d := clienttest.Start(t, "--dataset", "synth=synthetic:65536", "--workers", "2", "--log-level", "info")
+	conn, err := grpc.NewClient(d.Addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<20)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { srv.Shutdown(context.Background()) })
-	addr := srv.listenAddrForTest(t)
-	dial := func() *grpc.ClientConn {
-		c, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close() })
-		return c
-	}
-	// 4096 f32 8×8×3 samples a batch: 3 MiB, 4 in flight and their spares.
-	open := &pb.Open{Dataset: "good", BatchSize: 4096, MaxInFlight: 4, Augment: "out=f32:chw"}
-	normal := pb.NewLoaderClient(dial())
-	opens := func(d time.Duration) (n int) {
-		for end := time.Now().Add(d); time.Now().Before(end); n++ {
+	defer conn.Close()
+	normal := pb.NewLoaderClient(conn)
+	// opens counts the normal client's Opens, each to its first batch, in
+	// dur, and the mean time to the header and then to the batch.
+	opens := func(dur time.Duration) (n int, toHeader, toBatch time.Duration) {
+		for end := time.Now().Add(dur); time.Now().Before(end); n++ {
 			ctx, cancel := context.WithCancel(context.Background())
-			st, err := openRaw(ctx, normal, open)
+			t0 := time.Now()
+			st, err := openRaw(ctx, normal, floodOpen)
+			t1 := time.Now()
 			if err == nil {
 				_, err = st.Recv()
 			}
+			toHeader, toBatch = toHeader+t1.Sub(t0), toBatch+time.Since(t1)
 			cancel()
 			if err != nil {
 				t.Fatalf("a normal client's Open %d: %v", n, err)
 			}
 		}
-		return n
+		return n, toHeader / time.Duration(max(n, 1)), toBatch / time.Duration(max(n, 1))
 	}
-	base := rss()
-	quiet := opens(time.Second)
+	quiet, qh, qb := opens(time.Second)
+	base := vmHWM(t, d.Pid())
 
-	stop := make(chan struct{})
-	var peak, peakPools, peakHeap atomic.Int64
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() { // sample the resident set while the flood runs
-		defer wg.Done()
-		var ms runtime.MemStats
-		for {
-			peak.Store(max(peak.Load(), rss()))
-			peakPools.Store(max(peakPools.Load(), srv.slots.budget.inUse(memStream)+srv.slots.budget.inUse(memIdle)))
-			runtime.ReadMemStats(&ms)
-			peakHeap.Store(max(peakHeap.Load(), int64(ms.HeapInuse)))
-			select {
-			case <-stop:
-				return
-			case <-time.After(5 * time.Millisecond):
-			}
-		}
-	}()
+	attacker := exec.Command(os.Args[0], "-test.run=^TestRapidResetFloodChild$", "-test.v")
+	attacker.Env = append(os.Environ(), resetFloodAddrEnv+"="+d.Addr)
+	var out strings.Builder
+	attacker.Stdout, attacker.Stderr = &out, &out
+	if err := attacker.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond) // the flood under way
+	flooded, fh, fb := opens(2 * time.Second)
+	if err := attacker.Wait(); err != nil {
+		t.Fatalf("the attacker: %v\n%s", err, out.String())
+	}
+	peak := vmHWM(t, d.Pid())
+	share := float64(flooded) / 2 / float64(quiet)
+	t.Logf("attacker: %s", strings.TrimSpace(lastLine(out.String(), "reset")))
+	t.Logf("normal Opens: %d/s quiet, %.0f/s during the flood (%.0f%%); mean time to header %v → %v, then to the first batch %v → %v",
+		quiet, float64(flooded)/2, 100*share, qh, fh, qb, fb)
+	t.Logf("flood streams the daemon opened: %d", strings.Count(d.Log(), "stream opened")-quiet-flooded)
+	t.Logf("daemon's peak resident set: %d MiB before the flood, %d MiB after (bound 2048 MiB)", base>>20, peak>>20)
+	if peak > 2<<30 {
+		t.Errorf("the daemon's resident set peaked at %d MiB, over 2 GiB", peak>>20)
+	}
+	// The rate is timing, which a loaded machine changes: logged always,
+	// held to the issue's goal on request.
+	if os.Getenv("LOADERD_FLOOD") == "1" && share < 0.8 {
+		t.Errorf("the normal client opened %.0f%% of its quiet rate during the flood, want ≥ 80%%", 100*share)
+	}
+	waitFor(t, func() bool {
+		log := d.Log()
+		return strings.Count(log, "stream opened") == strings.Count(log, "stream ended")
+	})
+}
+
+// TestRapidResetFloodChild is TestRapidResetFlood's attacker; it does
+// nothing in an ordinary test run.
+func TestRapidResetFloodChild(t *testing.T) {
+	addr := os.Getenv(resetFloodAddrEnv)
+	if addr == "" {
+		t.Skip("TestRapidResetFlood's attacker; runs only as its child")
+	}
 	var sent atomic.Int64
+	var wg sync.WaitGroup
+	end := time.Now().Add(resetFloodFor)
 	for range 4 {
-		api := pb.NewLoaderClient(dial())
+		c, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		api := pb.NewLoaderClient(c)
 		for range 32 {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				for {
-					select {
-					case <-stop:
-						return
-					default:
-					}
+				for time.Now().Before(end) {
 					ctx, cancel := context.WithCancel(context.Background())
 					if st, err := api.Stream(ctx); err == nil {
-						st.Send(&pb.StreamRequest{Msg: &pb.StreamRequest_Open{Open: open}})
+						st.Send(&pb.StreamRequest{Msg: &pb.StreamRequest_Open{Open: floodOpen}})
 						sent.Add(1)
 					}
 					cancel() // RST_STREAM
@@ -126,40 +142,38 @@ func TestRapidResetFlood(t *testing.T) {
 			}()
 		}
 	}
-	flooded := opens(2 * time.Second)
-	close(stop)
 	wg.Wait()
-	grew := peak.Load() - base
-	t.Logf("peak pools %d MiB, peak heap %d MiB, streams opened %d", peakPools.Load()>>20, peakHeap.Load()>>20, logs.count("stream opened"))
-	t.Logf("%d streams reset by the flood; a normal client opened %.0f/s quiet, %.0f/s during the flood (%.0f%%); resident set grew %d MiB (limit 1536 MiB)",
-		sent.Load(), float64(quiet), float64(flooded)/2, 100*float64(flooded)/2/float64(quiet), grew>>20)
-	waitFor(t, func() bool { return logs.count("stream opened") == logs.count("stream ended") })
-	if logs.count("stream opened") == 0 {
-		t.Fatal("no stream opened at all")
+	fmt.Printf("reset %d streams in %v\n", sent.Load(), resetFloodFor)
+}
+
+// vmHWM returns process pid's peak resident set in bytes.
+func vmHWM(t *testing.T, pid int) int64 {
+	t.Helper()
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatal(err)
 	}
-}
-
-// countingLog is a log sink that counts lines by content.
-type countingLog struct {
-	mu    sync.Mutex
-	lines []string
-}
-
-func (l *countingLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	l.lines = append(l.lines, string(p))
-	l.mu.Unlock()
-	return len(p), nil
-}
-
-func (l *countingLog) count(s string) int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	n := 0
-	for _, line := range l.lines {
-		if strings.Contains(line, s) {
-			n++
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "VmHWM:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return kb << 10
 		}
 	}
-	return n
+	t.Fatalf("no VmHWM in /proc/%d/status", pid)
+	return 0
+}
+
+func lastLine(s, prefix string) string {
+	lines := strings.Split(s, "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		if strings.HasPrefix(lines[i], prefix) {
+			return lines[i]
+		}
+	}
+	return ""
 }

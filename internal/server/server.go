@@ -85,6 +85,7 @@ type Server struct {
 	datasets map[string]*Dataset
 	pool     *loader.Pool
 	slots    *poolCache
+	opens    *openGate // Opens' costly part, a few at a time, connections in turn
 	mem      *budget
 	fds      *fdBroker
 	metrics  *metrics
@@ -124,7 +125,8 @@ func New(opts Options, datasets ...*Dataset) (*Server, error) {
 	}
 	mem := newBudget(opts.MemoryLimit)
 	s := &Server{opts: opts, log: opts.Logger, datasets: map[string]*Dataset{}, mem: mem,
-		stopping: make(chan struct{}), slots: newPoolCache(mem, opts.IdlePools, opts.IdleTTL), fds: newFdBroker()}
+		stopping: make(chan struct{}), slots: newPoolCache(mem, opts.IdlePools, opts.IdleTTL), fds: newFdBroker(),
+		opens: newOpenGate(gateWidth())}
 	s.fds.instrument(opts.Logger, opts.Registry) // the hand-over socket's logs and metrics (fdsocket.go)
 	// Each worker keeps a sample buffer, and a decoder about as large.
 	var scratch int64
@@ -189,6 +191,8 @@ func (s *Server) newGRPC(extra ...grpc.ServerOption) *grpc.Server {
 		grpc.ForceServerCodecV2(codec{}),
 		experimental.BufferPool(wire.Pool),
 		grpc.StatsHandler(connTracker{}),
+		grpc.MaxConcurrentStreams(maxConnStreams),
+		grpc.InTapHandle(s.tapStreams),
 	}, extra...)...)
 	pb.RegisterLoaderServer(g, s)
 	healthpb.RegisterHealthServer(g, s.health)

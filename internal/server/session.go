@@ -39,6 +39,9 @@ type session struct {
 	tr    transport
 	slots *streamSlots
 	token []byte // the shared region's hand-over secret (see fdBroker)
+	// proven is called at the client's first message after its Open
+	// (reserveUnproven); it may be called again.
+	proven func()
 
 	mu      sync.Mutex
 	closed  bool
@@ -65,7 +68,7 @@ func newSession(srv *Server, st pb.Loader_StreamServer, p *plan, pool *pinned.Po
 		stat:   srv.live.open(p.ds.Name, client, p.cfg.Rank, p.cfg.World, p.inFlight, transportName(p.shm)),
 		slots:  &streamSlots{pool: pool, cache: srv.slots, m: srv.metrics},
 		window: make([]unacked, 0, p.inFlight), credit: make(chan struct{}, p.inFlight), recvErr: make(chan error, 1),
-		recvEnd: make(chan struct{})}
+		recvEnd: make(chan struct{}), proven: func() {}}
 	if p.cfg.OnDemand {
 		ss.wanted = make(map[uint64]struct{}, p.inFlight)
 	}
@@ -137,6 +140,7 @@ func (ss *session) receive() {
 			ss.recvErr <- err
 			return
 		}
+		ss.proven()
 		if w := msg.GetWant(); w != nil {
 			if err := ss.want(w.GetBatches()); err != nil {
 				ss.recvErr <- err

@@ -2,6 +2,8 @@ package server
 
 import (
 	"context"
+	"sync"
+	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -13,6 +15,15 @@ import (
 // Stream serves one client: an Open, then batches in order within the
 // client's window of unacknowledged batches.
 func (s *Server) Stream(st pb.Loader_StreamServer) (err error) {
+	conn := connRefsOf(st.Context())
+	headed := false // the header went out
+	if conn != nil {
+		defer func() { // a reset before the header counts against the connection (tapStreams)
+			if !headed && st.Context().Err() != nil {
+				conn.resets.spend(time.Now())
+			}
+		}()
+	}
 	first, err := st.Recv()
 	if err != nil {
 		return err
@@ -36,20 +47,49 @@ func (s *Server) Stream(st pb.Loader_StreamServer) (err error) {
 		return status.Errorf(codes.Unavailable, "loaderd: %v", errStopping)
 	default:
 	}
-	if !s.acquireStream() {
-		return status.Errorf(codes.ResourceExhausted, "loaderd: already serving %d streams", s.opts.MaxStreams)
-	}
-	defer s.releaseStream()
 	p, err := s.validate(o)
 	if err != nil {
 		return err
 	}
+	// Streams the client has not answered yet hold a bounded share of
+	// memory per connection (see reserveUnproven); the first Ack or Want
+	// gives theirs back.
+	proven := func() {}
+	if conn != nil {
+		n := poolBytes(p.cfg.BatchSize*p.pipe.Out().Bytes(), p.cfg.InFlight)
+		if err := conn.reserveUnproven(st.Context(), n); err != nil {
+			return status.FromContextError(err).Err()
+		}
+		proven = sync.OnceFunc(func() { conn.releaseUnproven(n) })
+		defer proven()
+	}
+	// Wait for a turn at the costly part; a stream reset meanwhile costs
+	// nothing more (see openGate).
+	if err := s.opens.acquire(st.Context(), connKey(conn)); err != nil {
+		return status.FromContextError(err).Err()
+	}
+	gated := true
+	ungate := func() {
+		if gated {
+			gated = false
+			s.opens.release()
+		}
+	}
+	defer ungate()
+	if err := st.Context().Err(); err != nil { // reset while it waited
+		return status.FromContextError(err).Err()
+	}
+	if !s.acquireStream() {
+		return status.Errorf(codes.ResourceExhausted, "loaderd: already serving %d streams", s.opts.MaxStreams)
+	}
+	defer s.releaseStream()
 	pool, err := s.slots.get(p.cfg.BatchSize*p.pipe.Out().Bytes(), p.cfg.InFlight, p.shm)
 	if err != nil {
 		return status.Errorf(codes.ResourceExhausted, "loaderd: a stream of batches of %d × %d bytes: %v (--memory-limit)",
 			p.cfg.BatchSize, p.pipe.Out().Bytes(), err)
 	}
 	p.cfg.Pinned = pool
+	p.cfg.Tenant = connKey(conn) // a client's streams share the workers as one
 	m := s.metrics.forDataset(p.ds.Name)
 	log := s.log.With("client", cut(o.GetClientName(), 64), "dataset", p.ds.Name, "rank", p.cfg.Rank, "world", p.cfg.World)
 	p.cfg.OnSkip = func(e loader.SkipEvent) {
@@ -62,8 +102,15 @@ func (s *Server) Stream(st pb.Loader_StreamServer) (err error) {
 		s.slots.put(pool)
 		return status.Errorf(codes.InvalidArgument, "%v", err)
 	}
+	ungate()
+	if err := st.Context().Err(); err != nil { // reset while the pool was mapped
+		l.Close()
+		s.slots.put(pool)
+		return status.FromContextError(err).Err()
+	}
 	s.metrics.slotsLeased.Add(float64(pool.Slots()))
 	ss := newSession(s, st, p, pool, l, m, cut(o.GetClientName(), 64))
+	ss.proven = proven
 	s.metrics.streams.Inc()
 	defer s.metrics.streams.Dec()
 	defer ss.end()
@@ -78,6 +125,7 @@ func (s *Server) Stream(st pb.Loader_StreamServer) (err error) {
 	if err = st.Send(&pb.StreamReply{Msg: &pb.StreamReply_Header{Header: header(p, l, ss.tr)}}); err != nil {
 		return err
 	}
+	headed = true
 	ctx, cancel := context.WithCancel(st.Context())
 	defer cancel()
 	go func() {
