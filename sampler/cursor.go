@@ -123,8 +123,8 @@ func NewCursor(d Distributed, bs int, dropLastBatch bool, start Position) (*Curs
 // Seek moves the cursor so that the next batch is p. p.Batch may equal
 // the number of batches from p.Offset, meaning the next epoch's start.
 func (c *Cursor) Seek(p Position) error {
-	if p.Epoch < 0 || p.Offset < 0 || p.Offset > c.d.N {
-		return fmt.Errorf("%w: %v, dataset of %d", ErrPosition, p, c.d.N)
+	if p.Epoch < 0 || p.Offset < 0 || p.Offset > c.d.EpochLen() {
+		return fmt.Errorf("%w: %v, epoch of %d", ErrPosition, p, c.d.EpochLen())
 	}
 	n := c.batchesAt(p)
 	if p.Batch < 0 || p.Batch > n {

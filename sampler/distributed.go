@@ -41,6 +41,23 @@ type Distributed struct {
 	// TorchLegacy, torch.randperm's order (Shards must then be nil).
 	// Padding, cutting and splitting are the same for every order.
 	Order Order
+	// Weights, when set with Shuffle, replaces the order by
+	// Weights.Samples() weighted draws with replacement (draw g of epoch
+	// e is Weights.Draw(WeightsKey(Seed, e), g)), which are padded, cut
+	// and split as an order is (see EpochLen). It excludes Shards and a
+	// torch Order. Without Shuffle it is ignored: the epoch is [0, N).
+	Weights *Weights
+}
+
+// EpochLen returns the length of the list that the ranks share each
+// epoch before it is padded or cut: Weights.Samples() for a weighted
+// plan, N otherwise. Offsets (EpochFrom, Position.Offset) count its
+// entries.
+func (d Distributed) EpochLen() int64 {
+	if d.Shuffle && d.Weights != nil {
+		return d.Weights.Samples()
+	}
+	return d.N
 }
 
 // Validate reports every problem with d at once. DropLast with N < World is
@@ -68,12 +85,15 @@ func (d Distributed) Validate() error {
 	case d.Order != Uniform && d.Shards != nil:
 		errs = append(errs, fmt.Errorf("%w: %v excludes a shard order", ErrOrder, d.Order))
 	}
+	if err := d.checkWeights(); err != nil {
+		errs = append(errs, err)
+	}
 	return errors.Join(errs...)
 }
 
 func (d Distributed) valid() bool {
 	return d.N > 0 && d.N <= MaxN && d.World >= 1 && d.Rank >= 0 && d.Rank < d.World && (d.Shards == nil || d.Shards.Len() == d.N) &&
-		d.Order <= TorchLegacy && (d.Order == Uniform || d.Shards == nil)
+		d.Order <= TorchLegacy && (d.Order == Uniform || d.Shards == nil) && d.checkWeights() == nil
 }
 
 // NumSamples returns how many positions each rank gets per epoch:
@@ -82,13 +102,14 @@ func (d Distributed) NumSamples() int64 { return d.NumSamplesFrom(0) }
 
 // NumSamplesFrom returns how many positions each rank gets in the rest of
 // an epoch whose first off entries another world already consumed (an
-// elastic resume, see EpochFrom): NumSamples of the N-off remaining
-// entries. It is 0 when d is invalid or off is outside [0, N].
+// elastic resume, see EpochFrom): NumSamples of the EpochLen()-off
+// remaining entries. It is 0 when d is invalid or off is outside [0,
+// EpochLen()].
 func (d Distributed) NumSamplesFrom(off int64) int64 {
-	if !d.valid() || off < 0 || off > d.N {
+	if !d.valid() || off < 0 || off > d.EpochLen() {
 		return 0
 	}
-	r, w := d.N-off, int64(d.World)
+	r, w := d.EpochLen()-off, int64(d.World)
 	q := r / w
 	if !d.DropLast && r%w != 0 {
 		q++
@@ -107,7 +128,7 @@ func (d Distributed) Padding() int64 {
 	if d.DropLast || !d.valid() {
 		return 0
 	}
-	return d.TotalSize() - d.N
+	return d.TotalSize() - d.EpochLen()
 }
 
 // Dropped returns how many indices of each epoch no rank sees (DropLast
@@ -116,7 +137,7 @@ func (d Distributed) Dropped() int64 {
 	if !d.DropLast || !d.valid() {
 		return 0
 	}
-	return d.N - d.TotalSize()
+	return d.EpochLen() - d.TotalSize()
 }
 
 // Epoch returns the rank's plan for epoch e. An invalid d gives an empty
@@ -132,13 +153,14 @@ func (d Distributed) Epoch(e int64) Epoch { return d.EpochFrom(e, 0) }
 // r+World, … So EpochFrom(e, 0) is Epoch(e), and for off = k·B·World
 // (every rank of this world at batch k) rank r's plan is its Epoch(e)
 // plan from position k·B on, padding included. An invalid d or off
-// outside [0, N] gives an empty plan.
+// outside [0, EpochLen()] gives an empty plan. For weighted draws
+// (Weights) the list is the epoch's EpochLen() draws, not an order.
 func (d Distributed) EpochFrom(e, off int64) Epoch {
-	if !d.valid() || off < 0 || off > d.N {
+	if !d.valid() || off < 0 || off > d.EpochLen() {
 		return Epoch{}
 	}
 	ep := Epoch{
-		n:       uint64(d.N),
+		n:       uint64(d.EpochLen()),
 		off:     uint64(off),
 		rank:    uint64(d.Rank),
 		world:   uint64(d.World),
@@ -146,6 +168,8 @@ func (d Distributed) EpochFrom(e, off int64) Epoch {
 		shuffle: d.Shuffle,
 	}
 	switch {
+	case d.Shuffle && d.Weights != nil:
+		ep.weights, ep.key = d.Weights, WeightsKey(d.Seed, e)
 	case d.Shuffle && d.Order.torch():
 		// DistributedSampler seeds with seed + epoch (Python integers,
 		// of which torch's engine keeps the low 32 bits).
@@ -169,6 +193,8 @@ type Epoch struct {
 	shuffle bool
 	shards  *shardEpoch // shard-shuffle order (Distributed.Shards); nil: perm
 	torch   *torchPerm  // torch's order (Distributed.Order); nil: perm
+	weights *Weights    // weighted draws (Distributed.Weights), keyed by key
+	key     uint64
 }
 
 // Len returns the number of positions.
@@ -195,6 +221,9 @@ func (e Epoch) global(pos int64) uint64 {
 }
 
 func (e Epoch) index(g uint64) int64 {
+	if e.weights != nil {
+		return e.weights.Draw(e.key, int64(g))
+	}
 	if e.torch != nil {
 		return e.torch.at(g)
 	}
@@ -217,6 +246,13 @@ func (e Epoch) Fill(dst []int64, start int64) []int64 {
 	k := min(int64(len(dst)), e.len-start)
 	dst = dst[:k]
 	g := e.global(start)
+	if e.weights != nil {
+		for i := range dst {
+			dst[i] = e.weights.Draw(e.key, int64(g))
+			g = e.step(g)
+		}
+		return dst
+	}
 	if e.torch != nil {
 		for i := range dst {
 			dst[i] = e.torch.at(g)

@@ -19,6 +19,12 @@
 // that a rank's epoch is DistributedSampler's to the index; it costs an
 // O(N) permutation per epoch.
 //
+// Weighted sampling with replacement (PyTorch's WeightedRandomSampler)
+// replaces the order by a list of K draws: Distributed.Weights, an alias
+// table (NewWeights), whose draw g of epoch e is a pure function of
+// (seed, e, g), so that the list is padded, cut, split and resumed as an
+// order is, each position computed directly.
+//
 // Batches are addressed by Position (epoch, batch). A Cursor walks batches
 // across epoch boundaries from any Position, and resuming at a Position
 // yields exactly the rest of the uninterrupted walk.

@@ -22,8 +22,8 @@ func (d Distributed) BatchesFrom(off int64, bs int, dropLastBatch bool) int64 {
 // epoch's order are consumed, or {Epoch+1, 0, 0} when the epoch is done.
 // Once every rank of the world has taken k batches from p.Offset, the
 // entries taken are exactly the list positions [0, k·bs·World) of the rest
-// (rank r took r, r+World, …), so G = p.Offset + k·bs·World, clipped to N:
-// what lies past N is padding, and a rest whose remaining entries all fall
+// (rank r took r, r+World, …), so G = p.Offset + k·bs·World, clipped to
+// EpochLen() (N but for weighted draws): what lies past it is padding, and a rest whose remaining entries all fall
 // into the dropped tail (DropLast) or the dropped short batch is done too.
 // Any world continues at G with EpochFrom; d's own world at G receives
 // exactly what it would have from p.
@@ -34,8 +34,8 @@ func (d Distributed) Global(p Position, bs int, dropLastBatch bool) (Position, e
 	if bs < 1 {
 		return Position{}, fmt.Errorf("%w: %d", ErrBatchSize, bs)
 	}
-	if p.Epoch < 0 || p.Offset < 0 || p.Offset > d.N {
-		return Position{}, fmt.Errorf("%w: %v, dataset of %d", ErrPosition, p, d.N)
+	if p.Epoch < 0 || p.Offset < 0 || p.Offset > d.EpochLen() {
+		return Position{}, fmt.Errorf("%w: %v, epoch of %d", ErrPosition, p, d.EpochLen())
 	}
 	n := d.BatchesFrom(p.Offset, bs, dropLastBatch)
 	if p.Batch < 0 || p.Batch > n {
@@ -44,7 +44,7 @@ func (d Distributed) Global(p Position, bs int, dropLastBatch bool) (Position, e
 	}
 	taken := min(p.Batch*int64(bs), d.NumSamplesFrom(p.Offset)) // per rank
 	g := p.Offset + taken*int64(d.World)
-	if p.Batch == n || g >= d.N {
+	if p.Batch == n || g >= d.EpochLen() {
 		return Position{Epoch: p.Epoch + 1}, nil
 	}
 	return Position{Epoch: p.Epoch, Offset: g}, nil
