@@ -47,13 +47,50 @@
 // amd64 with AVX2 its two passes run in assembly (eight int32 sums per
 // instruction, the same integers), held byte for byte to the Go passes.
 //
+// # Photometric ops
+//
+// The per-sample augmentations of modern recipes follow torchvision 0.14
+// on PIL images, after the crop and flip (or the geometric ops) and
+// before totensor, normalize and out:
+//
+//   - ColorJitter changes brightness, contrast, saturation and hue by
+//     factors drawn from ranges, in a random order.
+//   - Grayscale converts to grey (1 or 3 channels); RandomGrayscale does
+//     so with probability P, keeping the channels.
+//   - GaussianBlur blurs with a sigma drawn for both axes.
+//   - AutoAugment (ImageNet, CIFAR10, SVHN policies), RandAugment (N, M)
+//     and TrivialAugmentWide apply operations of AutoAugment's set with
+//     torchvision's magnitude bins (torch.linspace's float32 values,
+//     posterize's bit counts), probabilities and random signs.
+//
+// RandomErasing acts on the finished tensor, after normalize and out, in
+// the output's dtype and layout, so it ends the chain. NewPipeline
+// rejects other placements with an *OpError naming the op.
+//
+// A chain with any of them runs in stages (photostage.go): the crop and
+// flip through the fused kernel into a uint8 HWC scratch image, each
+// photometric op from one scratch image into the other, the value ops
+// through their tables into dst, then the erasing. The pixel arithmetic
+// is the internal pil package's, which performs Pillow's operations; the
+// parity test holds the whole chain to torchvision's tensors bit for bit
+// (GaussianBlur, a float32 convolution in torch, to one level on a rare
+// pixel). Apply takes its scratch from a pool per pipeline, ApplySized
+// and the others from the worker's Scratch: neither allocates in steady
+// state. A chain without these ops keeps the single fused kernel.
+// values_on_client may split a staged chain (the photometric ops are
+// pixels) but not random_erasing, which no uint8 image can express.
+//
 // # Randomness
 //
-// Params (crop corner, flip, resized-crop box) are data: Draw derives them
-// from (seed, epoch, dataset index), and the box also from the image's
-// size, with a counter-based generator (splitmix64 finalisers over
-// the key, Lemire's unbiased bounded integers), so any worker, in any order,
-// after any restart, draws the same params for a sample.
+// Params (crop corner, flip, resized-crop box, and the photometric ops'
+// draws and erased box in Params.Photo and Params.Erase) are data: Draw
+// derives them from (seed, epoch, dataset index), and the box also from
+// the image's size, with a counter-based generator (splitmix64 finalisers
+// over the key, Lemire's unbiased bounded integers), so any worker, in
+// any order, after any restart, draws the same params for a sample. Apply
+// reads them and draws nothing: erasing's random values come from a key
+// the draw records. Where torchvision draws float32 values (the jitter
+// factors, sigma, erasing's area and ratio) the draws round as it does.
 //
 // # The fused kernel
 //

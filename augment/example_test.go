@@ -71,3 +71,33 @@ func ExampleFormatOps() {
 	// Output:
 	// crop=28:2:125/123/114,flip=0.5,normalize=imagenet,out=f16:hwc
 }
+
+// A modern ImageNet recipe: a random resized crop, a flip,
+// TrivialAugmentWide, normalisation and random erasing on the tensor.
+// Params record what was drawn for the sample.
+func ExampleTrivialAugmentWide() {
+	ops, err := augment.ParseOps("random_resized_crop=224,flip,trivial_augment_wide,normalize=imagenet,random_erasing=0.25")
+	if err != nil {
+		panic(err)
+	}
+	p, err := augment.NewPipeline(augment.Spec{C: 3, DType: sample.U8, Layout: sample.HWC}, ops...)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(p)
+	fmt.Println(p.Out())
+
+	h, w := 375, 500
+	src := make([]byte, h*w*3)
+	dst := make([]byte, p.Out().Bytes())
+	var scratch augment.Scratch // one per worker
+	prm := p.DrawSized(42, 0, 7, h, w)
+	if err := p.ApplySized(dst, src, h, w, prm, &scratch); err != nil {
+		panic(err)
+	}
+	fmt.Println(prm.Photo.NumOps, "operation applied")
+	// Output:
+	// random_resized_crop=224,flip=0.5,trivial_augment_wide=31,normalize=imagenet,random_erasing=0.25:0.02-0.33:0.3-3.3:0
+	// chw[3 224 224]/f32
+	// 1 operation applied
+}

@@ -18,11 +18,29 @@ import (
 //	          | "random_resized_crop=" SIZE [ ":" RANGE [ ":" RANGE ] ]
 //	                                                        RandomResizedCrop; scale, then ratio
 //	          | "flip" [ "=" P ]                            RandomHorizontalFlip, P defaults to 0.5
+//	          | "color_jitter=" JIT [ ":" JIT [ ":" JIT [ ":" JIT ] ] ]
+//	                                                        ColorJitter: brightness, contrast,
+//	                                                        saturation, hue; 0 is off
+//	          | "grayscale" [ "=" ( "1" | "3" ) ]           Grayscale, 1 channel by default
+//	          | "random_grayscale" [ "=" P ]                RandomGrayscale, P defaults to 0.1
+//	          | "gaussian_blur=" K [ "/" KY ] [ ":" SIGMA ] GaussianBlur; SIGMA is S or RANGE
+//	                                                        (default 0.1-2)
+//	          | "auto_augment" [ "=" POLICY [ ":" FILL ] ]  AutoAugment, imagenet by default
+//	          | "rand_augment" [ "=" N ":" M [ ":" BINS [ ":" FILL ] ] ]
+//	                                                        RandAugment, 2:9:31 by default
+//	          | "trivial_augment_wide" [ "=" BINS [ ":" FILL ] ]
+//	                                                        TrivialAugmentWide, 31 bins by default
 //	          | "totensor"                                  ToTensor
 //	          | "normalize=" STATS                          Normalize
 //	          | "out=" PART [ ":" PART ]                    Output; a PART is a dtype or a layout
+//	          | "random_erasing" [ "=" P [ ":" RANGE [ ":" RANGE [ ":" VALUE ] ] ] ]
+//	                                                        RandomErasing: p, scale, ratio;
+//	                                                        0.5:0.02-0.33:0.3-3.3:0 by default
 //	STATS     = "cifar10" | "imagenet" | M{/M} ":" S{/S}    one value, or one per channel
 //	RANGE     = LO "-" HI
+//	JIT       = F | RANGE                                   torchvision's number or (min, max)
+//	POLICY    = "imagenet" | "cifar10" | "svhn"
+//	VALUE     = V{/V} | "random"                            one value, one per channel, or noise
 //
 // Names are case-insensitive and blanks around items are ignored; the empty
 // string is the empty chain. As in torchvision recipes, where ToTensor and
@@ -56,6 +74,22 @@ func ParseOps(s string) ([]Op, error) {
 			op, err = parseGeo(name, arg)
 		case "flip":
 			op, err = parseFlip(arg, hasArg)
+		case "color_jitter":
+			op, err = parseColorJitter(arg)
+		case "grayscale":
+			op, err = parseGrayscale(arg, hasArg)
+		case "random_grayscale":
+			op, err = parseRandomGrayscale(arg, hasArg)
+		case "gaussian_blur":
+			op, err = parseBlur(arg)
+		case "auto_augment":
+			op, err = parseAutoAugment(arg, hasArg)
+		case "rand_augment":
+			op, err = parseRandAugment(arg, hasArg)
+		case "trivial_augment_wide":
+			op, err = parseTrivial(arg, hasArg)
+		case "random_erasing":
+			op, err = parseErase(arg, hasArg)
 		case "totensor":
 			if hasArg {
 				return nil, syntaxError(item, "totensor takes no value")
@@ -76,7 +110,7 @@ func ParseOps(s string) ([]Op, error) {
 		case "":
 			return nil, syntaxError(item, "empty op")
 		default:
-			return nil, syntaxError(item, "unknown op (want resize, center_crop, random_resized_crop, crop, flip, totensor, normalize or out)")
+			return nil, syntaxError(item, "unknown op (want resize, center_crop, random_resized_crop, crop, flip, color_jitter, grayscale, random_grayscale, gaussian_blur, auto_augment, rand_augment, trivial_augment_wide, totensor, normalize, out or random_erasing)")
 		}
 		if err != nil {
 			return nil, syntaxError(item, err.Error())

@@ -32,7 +32,8 @@ type Pipeline struct {
 	// Per-channel tables from a pixel value to the output element's bits
 	// (little-endian in memory whatever the host), and the mapped fill.
 	// Only the one of the output's size is built.
-	sized *sized // a chain opening with geometric ops; nil for the others
+	sized *sized      // a chain opening with geometric ops; nil for the others
+	photo *photoStage // a chain with photometric ops or random_erasing; nil for the others
 
 	lut8   *[3][256]uint8
 	lut16  *[3][256]uint16
@@ -74,6 +75,9 @@ func NewPipeline(in Spec, ops ...Op) (*Pipeline, error) {
 	}
 	if in.H > maxSide || in.W > maxSide {
 		return nil, errorf(ErrInvalidSpec, "augment: input %v is larger than %d on a side", in, maxSide)
+	}
+	if hasStages(ops) {
+		return newStaged(in, ops)
 	}
 	p := &Pipeline{in: in, out: in}
 	var fill [3]uint8
@@ -129,6 +133,40 @@ func canon(op Op) (Op, error) {
 		return o, nil
 	case RandomHorizontalFlip, ToTensor, Output:
 		return o, nil
+	case ColorJitter, Grayscale, RandomGrayscale, GaussianBlur, AutoAugment, RandAugment, TrivialAugmentWide, RandomErasing:
+		return canonPhoto(op), nil
+	case *ColorJitter:
+		if o != nil {
+			return canonPhoto(*o), nil
+		}
+	case *Grayscale:
+		if o != nil {
+			return canonPhoto(*o), nil
+		}
+	case *RandomGrayscale:
+		if o != nil {
+			return canonPhoto(*o), nil
+		}
+	case *GaussianBlur:
+		if o != nil {
+			return canonPhoto(*o), nil
+		}
+	case *AutoAugment:
+		if o != nil {
+			return canonPhoto(*o), nil
+		}
+	case *RandAugment:
+		if o != nil {
+			return canonPhoto(*o), nil
+		}
+	case *TrivialAugmentWide:
+		if o != nil {
+			return canonPhoto(*o), nil
+		}
+	case *RandomErasing:
+		if o != nil {
+			return canonPhoto(*o), nil
+		}
 	case *RandomCrop:
 		if o != nil {
 			return canon(*o)
@@ -178,6 +216,11 @@ func (p *Pipeline) String() string { return FormatOps(p.ops) }
 func (p *Pipeline) Draw(seed uint64, epoch, index int64) sample.Params {
 	if p.sized != nil {
 		return p.DrawSized(seed, epoch, index, p.in.H, p.in.W)
+	}
+	if p.photo != nil {
+		prm := p.photo.pre.Draw(seed, epoch, index)
+		p.photo.draw(&prm, drawKey(seed, epoch, index))
+		return prm
 	}
 	var prm sample.Params
 	key := drawKey(seed, epoch, index)
@@ -241,6 +284,9 @@ func clamp(v, hi int) int { return min(max(v, 0), hi) }
 func (p *Pipeline) Apply(dst, src []byte, prm sample.Params) error {
 	if p.sized != nil {
 		return p.applyFixed(dst, src, prm)
+	}
+	if p.photo != nil {
+		return p.photo.applyPooled(p, dst, src, prm)
 	}
 	if err := p.checkBuffers(dst, src); err != nil {
 		return err

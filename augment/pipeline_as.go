@@ -52,10 +52,13 @@ func NewPipelineAs(in Spec, ops []Op, want Output, strict bool) (*Pipeline, erro
 		out.Layout = want.Layout
 	}
 	raw := out.DType == sample.U8 && have.DType.IsFloat()
-	var kept []Op
+	var kept, last []Op
 	for _, op := range ops {
 		switch op.(type) {
 		case Output:
+			continue
+		case RandomErasing: // acts on the finished tensor, after out
+			last = append(last, op)
 			continue
 		case ToTensor, Normalize:
 			if raw {
@@ -64,7 +67,7 @@ func NewPipelineAs(in Spec, ops []Op, want Output, strict bool) (*Pipeline, erro
 		}
 		kept = append(kept, op)
 	}
-	return NewPipeline(in, append(kept, out)...)
+	return NewPipeline(in, append(append(kept, out), last...)...)
 }
 
 func hasOutput(ops []Op) bool {

@@ -157,6 +157,9 @@ func (p *Pipeline) Reference(dst, src []byte, prm sample.Params) error {
 		sc.resample(mid, src, p.in.H, p.in.W, p.in.C, pl)
 		return p.sized.inner.Reference(dst, mid, prm)
 	}
+	if p.photo != nil {
+		return p.photo.reference(p, dst, src, prm)
+	}
 	if len(src) != p.in.Bytes() || len(dst) < p.out.Bytes() {
 		return p.checkBuffers(dst, src)
 	}

@@ -136,7 +136,8 @@ func clip8(v int32) uint8 {
 
 // Scratch holds one worker's buffers for a pipeline whose chain opens
 // with a geometric op: the fixed-size image between the two stages, the
-// resampler's intermediate and its weights. Not safe for concurrent use;
+// resampler's intermediate and its weights; and for the photometric ops,
+// their two images and the blur's floats. Not safe for concurrent use;
 // the zero value is ready, and after the first images of a dataset the
 // stage allocates nothing.
 type Scratch struct {
@@ -144,6 +145,8 @@ type Scratch struct {
 	acc      []uint64
 	h, v     coeffs
 	hs       simdTable
+	photo    [2][]byte // the photometric ops' two images
+	blur     []float32 // gaussian_blur's
 }
 
 // resample runs plan p over src, an h×w×c HWC image, into dst, p.oh×p.ow×c.

@@ -19,6 +19,23 @@ const (
 	streamRatio // and its log aspect ratio
 	streamBoxY  // the box's corner, once a try fits
 	streamBoxX
+
+	// The photometric ops (photostage.go, policy.go) and random_erasing.
+	streamJitterOrder // Fisher-Yates step i in slot(·, i)
+	streamJitter      // factor of part k at j = k
+	streamGray
+	streamBlur
+	streamPolicy     // sub-policy or operation (slot i for RandAugment's i-th)
+	streamPolicyProb // AutoAugment's step i at j = i
+	streamPolicySign // operation i's sign bit at j = i
+	streamPolicyMag  // TrivialAugmentWide's bin
+	streamErase      // whether to erase
+	streamEraseScale // area fraction of try j
+	streamEraseRatio // and its log aspect ratio
+	streamEraseY     // the box's corner, once a try fits
+	streamEraseX
+	streamEraseNoise // the key of value=random's noise
+	streamNoise      // within that key: two uniforms per normal value
 )
 
 // mix64 is splitmix64's finaliser (Stafford's variant 13): a bijection of

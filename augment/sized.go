@@ -166,7 +166,7 @@ func (p *Pipeline) ApplySized(dst, src []byte, h, w int, prm sample.Params, scra
 		if h != p.in.H || w != p.in.W {
 			return errorf(ErrBufferSize, "augment: image is %dx%d, pipeline takes %v", w, h, p.in)
 		}
-		return p.Apply(dst, src, prm)
+		return p.applyWith(dst, src, prm, scratch)
 	}
 	c := p.in.C
 	if h <= 0 || w <= 0 || h > maxSide || w > maxSide || len(src) != h*w*c {
@@ -185,7 +185,7 @@ func (p *Pipeline) ApplySized(dst, src []byte, h, w int, prm sample.Params, scra
 	mid := s.inner.in
 	scratch.mid = grow(scratch.mid, mid.Bytes())
 	scratch.resample(scratch.mid, src, h, w, c, pl)
-	return s.inner.Apply(dst, scratch.mid, prm)
+	return s.inner.applyWith(dst, scratch.mid, prm, scratch)
 }
 
 // applyFixed is Apply for a resampling pipeline over a fixed-size input:
@@ -261,7 +261,7 @@ func (p *Pipeline) ApplyScaled(dst, src []byte, h, w, d int, prm sample.Params, 
 	scratch.mid = grow(scratch.mid, s.inner.in.Bytes())
 	scratch.resampleBox(scratch.mid, src, sw, sw, sh, c, pl,
 		float32(b.X)/f, float32(b.Y)/f, float32(b.X+b.W)/f, float32(b.Y+b.H)/f)
-	return s.inner.Apply(dst, scratch.mid, prm)
+	return s.inner.applyWith(dst, scratch.mid, prm, scratch)
 }
 
 // ApplyDecoded runs the pipeline on what a decoder gave for an h×w
@@ -316,5 +316,5 @@ func (p *Pipeline) ApplyCropped(dst, src []byte, h, w int, prm sample.Params, sc
 	mid := p.sized.inner.in
 	scratch.mid = grow(scratch.mid, mid.Bytes())
 	scratch.resampleBox(scratch.mid, src, bw, bw, bh, c, pl, 0, 0, float32(bw), float32(bh))
-	return p.sized.inner.Apply(dst, scratch.mid, prm)
+	return p.sized.inner.applyWith(dst, scratch.mid, prm, scratch)
 }

@@ -53,6 +53,9 @@ func pixelOps(ops []Op) ([]Op, error) {
 			}
 			continue // PixelPipeline appends the U8 one
 		case RandomHorizontalFlip:
+		case RandomErasing:
+			return nil, &OpError{Index: i, Op: op,
+				Err: errText("erases the finished tensor, which uint8 pixels and a value table cannot express: the value ops cannot be left to the client")}
 		default:
 			if first >= 0 {
 				return nil, &OpError{Index: i, Op: op,
@@ -72,6 +75,9 @@ func (p *Pipeline) ValueTable() ([]byte, sample.DType) {
 	k := p
 	if p.sized != nil {
 		k = p.sized.inner // the fused rest holds the tables
+	}
+	if k.photo != nil {
+		k = k.photo.post // the value stage does
 	}
 	n := p.out.C * 256 * p.out.DType.Size()
 	var all []byte

@@ -75,4 +75,43 @@ func (b *Batch) fill() {
 				Box: sample.Box{X: p.Left[i], Y: p.Top[i], W: p.Width[i], H: p.Height[i]}})
 		}
 	}
+	photoParams(b.Params, p)
+}
+
+// photoParams fills the photometric and erasing draws of ps from p,
+// where the daemon sent them (loader.proto's AugmentParams); fields that
+// are short are left zero rather than trusted.
+func photoParams(ps []sample.Params, p *wire.Params) {
+	op := 0 // the next of p.Op and p.Magnitude
+	for i := range ps {
+		ph, er := &ps[i].Photo, &ps[i].Erase
+		if len(p.JitterOrder) >= 4*(i+1) && len(p.Jitter) >= 4*(i+1) {
+			for k := range 4 {
+				ph.JitterOrder[k], ph.Jitter[k] = uint8(p.JitterOrder[4*i+k]), p.Jitter[4*i+k]
+			}
+		}
+		if i < len(p.Gray) {
+			ph.Gray = p.Gray[i]
+		}
+		if i < len(p.Sigma) {
+			ph.Sigma = p.Sigma[i]
+		}
+		if i < len(p.NumOps) {
+			n := int(p.NumOps[i])
+			for j := range n {
+				if op+j < len(p.Op) && op+j < len(p.Magnitude) && j < len(ph.Ops) {
+					ph.Ops[j] = sample.PolicyOp{Op: sample.AugOp(p.Op[op+j]), Magnitude: p.Magnitude[op+j]}
+					ph.NumOps++
+				}
+			}
+			op += n
+		}
+		if i < len(p.Erased) && i < len(p.EraseTop) && i < len(p.EraseLeft) && i < len(p.EraseHeight) && i < len(p.EraseWidth) {
+			er.Applied = p.Erased[i]
+			er.Box = sample.Box{X: p.EraseLeft[i], Y: p.EraseTop[i], W: p.EraseWidth[i], H: p.EraseHeight[i]}
+			if i < len(p.EraseNoise) {
+				er.Noise = p.EraseNoise[i]
+			}
+		}
+	}
 }

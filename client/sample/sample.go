@@ -102,11 +102,91 @@ func ParseLayout(s string) (Layout, error) {
 // before the crop, Left is measured in the mirrored padded image. Box is
 // the region of the input image that a chain opening with geometric ops
 // (resize, center_crop, random_resized_crop) resampled; it is zero for
-// other chains.
+// other chains. Photo and Erase record the photometric ops' draws and
+// random_erasing's box; they are zero for chains without those ops.
 type Params struct {
 	Top, Left int32
 	Flip      bool
 	Box       Box
+	Photo     Photo
+	Erase     Erase
+}
+
+// MaxPolicyOps bounds the operations one sample of an AutoAugment-family
+// op (auto_augment, rand_augment, trivial_augment_wide) records: Params
+// stays a small value with no pointers, so rand_augment's N is at most
+// this.
+const MaxPolicyOps = 4
+
+// Photo is what the photometric ops drew for one sample, in the terms
+// torchvision's functional ops take.
+type Photo struct {
+	// JitterOrder is color_jitter's random order, torchvision's fn_idx: a
+	// permutation of 0 brightness, 1 contrast, 2 saturation, 3 hue.
+	JitterOrder [4]uint8
+	// Jitter holds the factors, indexed as above (0 for a part that is
+	// off): float32, as torchvision draws them.
+	Jitter [4]float32
+	// Gray: random_grayscale converted the image.
+	Gray bool
+	// Sigma is gaussian_blur's standard deviation, used for both axes.
+	Sigma float32
+	// NumOps of Ops were applied, in order.
+	NumOps uint8
+	Ops    [MaxPolicyOps]PolicyOp
+}
+
+// PolicyOp is one operation an AutoAugment-family op applied: Op in
+// torchvision's naming, and Magnitude as torchvision's _apply_op receives
+// it (signed; a bin's float32 value, or 0 for ops without one).
+type PolicyOp struct {
+	Op        AugOp
+	Magnitude float32
+}
+
+// AugOp names one of AutoAugment's operations. The values are the wire's.
+type AugOp uint8
+
+// The operations, in torchvision's order.
+const (
+	OpIdentity AugOp = iota
+	OpShearX
+	OpShearY
+	OpTranslateX
+	OpTranslateY
+	OpRotate
+	OpBrightness
+	OpColor
+	OpContrast
+	OpSharpness
+	OpPosterize
+	OpSolarize
+	OpAutoContrast
+	OpEqualize
+	OpInvert
+	NumAugOps // the number of operations
+)
+
+var augOpNames = [NumAugOps]string{"Identity", "ShearX", "ShearY", "TranslateX", "TranslateY",
+	"Rotate", "Brightness", "Color", "Contrast", "Sharpness", "Posterize", "Solarize",
+	"AutoContrast", "Equalize", "Invert"}
+
+// String returns torchvision's name of the operation, e.g. "ShearX".
+func (o AugOp) String() string {
+	if o < NumAugOps {
+		return augOpNames[o]
+	}
+	return fmt.Sprintf("AugOp(%d)", uint8(o))
+}
+
+// Erase is what random_erasing drew: whether it erased, and the box of
+// the output image it wrote (X, Y the column and row of its corner; W or H
+// may be 0, as torchvision's rounding allows). Noise keys the normal
+// values of value=random (0 otherwise).
+type Erase struct {
+	Applied bool
+	Box     Box
+	Noise   uint64
 }
 
 // Box is a rectangle of an image in its pixels: corner (X, Y), size W×H.

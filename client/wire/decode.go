@@ -3,6 +3,7 @@ package wire
 import (
 	"errors"
 	"fmt"
+	"math"
 
 	"google.golang.org/grpc/encoding"
 	_ "google.golang.org/grpc/encoding/proto" // registers the "proto" codec ClientCodec delegates to
@@ -84,18 +85,39 @@ type ShmRef struct {
 
 // Params is a loaderd.v1.AugmentParams: parallel lists, one entry per
 // sample. Height and Width are empty unless the pipeline resamples; then
-// (Top, Left, Height, Width) is each sample's box.
+// (Top, Left, Height, Width) is each sample's box. The photometric
+// fields are empty unless the pipeline has those ops (JitterOrder and
+// Jitter four entries per sample, Op and Magnitude NumOps[i] for sample
+// i, one after the other), the erasing fields unless it erases.
 type Params struct {
 	Top, Left     []int32
 	Flip          []bool
 	Height, Width []int32
+
+	JitterOrder []uint32
+	Jitter      []float32
+	Gray        []bool
+	Sigma       []float32
+	NumOps, Op  []uint32
+	Magnitude   []float32
+	Erased      []bool
+	EraseTop    []int32
+	EraseLeft   []int32
+	EraseHeight []int32
+	EraseWidth  []int32
+	EraseNoise  []uint64
 }
 
 // reset clears b as proto.Unmarshal clears a message it decodes into.
 func (b *Batch) reset() {
+	p := &b.Params
 	*b = Batch{Indices: b.Indices[:0], Labels: b.Labels[:0], Shape: b.Shape[:0],
-		Params: Params{Top: b.Params.Top[:0], Left: b.Params.Left[:0], Flip: b.Params.Flip[:0],
-			Height: b.Params.Height[:0], Width: b.Params.Width[:0]}}
+		Params: Params{Top: p.Top[:0], Left: p.Left[:0], Flip: p.Flip[:0],
+			Height: p.Height[:0], Width: p.Width[:0],
+			JitterOrder: p.JitterOrder[:0], Jitter: p.Jitter[:0], Gray: p.Gray[:0], Sigma: p.Sigma[:0],
+			NumOps: p.NumOps[:0], Op: p.Op[:0], Magnitude: p.Magnitude[:0], Erased: p.Erased[:0],
+			EraseTop: p.EraseTop[:0], EraseLeft: p.EraseLeft[:0], EraseHeight: p.EraseHeight[:0],
+			EraseWidth: p.EraseWidth[:0], EraseNoise: p.EraseNoise[:0]}}
 }
 
 // Decoder decodes the StreamReply messages of one stream as gRPC hands
@@ -300,7 +322,7 @@ func (d *Decoder) batchField(b *Batch, num protowire.Number, typ protowire.Type,
 
 // appendPacked appends the varints of a packed repeated field, truncated
 // to T as proto.Unmarshal does for int32.
-func appendPacked[T int32 | int64](s []T, b []byte) ([]T, bool) {
+func appendPacked[T int32 | int64 | uint32](s []T, b []byte) ([]T, bool) {
 	for len(b) > 0 {
 		v, n := protowire.ConsumeVarint(b)
 		if n < 0 {
@@ -332,12 +354,12 @@ func consumeTag(b []byte) (protowire.Number, protowire.Type, int, error) {
 type field struct {
 	num protowire.Number
 	typ protowire.Type
-	v   uint64 // a varint's value
+	v   uint64 // a varint's or a fixed32's or fixed64's value
 	b   []byte // a length-prefixed value
 }
 
 // consumeField reads one field of a contiguous message, skipping the
-// value of any wire type but varint and bytes, and returns its length.
+// value of a group, and returns its length.
 func consumeField(b []byte) (field, int, error) {
 	num, typ, n, err := consumeTag(b)
 	if err != nil {
@@ -350,6 +372,12 @@ func consumeField(b []byte) (field, int, error) {
 		f.v, m = protowire.ConsumeVarint(b[n:])
 	case protowire.BytesType:
 		f.b, m = protowire.ConsumeBytes(b[n:])
+	case protowire.Fixed32Type:
+		var v uint32
+		v, m = protowire.ConsumeFixed32(b[n:])
+		f.v = uint64(v)
+	case protowire.Fixed64Type:
+		f.v, m = protowire.ConsumeFixed64(b[n:])
 	default:
 		m = protowire.ConsumeFieldValue(num, typ, b[n:])
 	}
@@ -386,7 +414,8 @@ func (s *ShmRef) decode(b []byte) error {
 }
 
 // decode merges an AugmentParams message into p. Its fields are repeated
-// varints, packed or not.
+// varints, floats or fixed64s, packed or not; a field with another wire
+// type is skipped.
 func (p *Params) decode(b []byte) error {
 	for len(b) > 0 {
 		f, n, err := consumeField(b)
@@ -408,6 +437,37 @@ func (p *Params) decode(b []byte) error {
 				p.Height = append(p.Height, int32(f.v))
 			case ParamsWidth:
 				p.Width = append(p.Width, int32(f.v))
+			case ParamsJitterOrder:
+				p.JitterOrder = append(p.JitterOrder, uint32(f.v))
+			case ParamsGray:
+				p.Gray = append(p.Gray, protowire.DecodeBool(f.v))
+			case ParamsNumOps:
+				p.NumOps = append(p.NumOps, uint32(f.v))
+			case ParamsOp:
+				p.Op = append(p.Op, uint32(f.v))
+			case ParamsErased:
+				p.Erased = append(p.Erased, protowire.DecodeBool(f.v))
+			case ParamsEraseTop:
+				p.EraseTop = append(p.EraseTop, int32(f.v))
+			case ParamsEraseLeft:
+				p.EraseLeft = append(p.EraseLeft, int32(f.v))
+			case ParamsEraseHeight:
+				p.EraseHeight = append(p.EraseHeight, int32(f.v))
+			case ParamsEraseWidth:
+				p.EraseWidth = append(p.EraseWidth, int32(f.v))
+			}
+		case protowire.Fixed32Type:
+			switch f.num {
+			case ParamsJitter:
+				p.Jitter = append(p.Jitter, math.Float32frombits(uint32(f.v)))
+			case ParamsSigma:
+				p.Sigma = append(p.Sigma, math.Float32frombits(uint32(f.v)))
+			case ParamsMagnitude:
+				p.Magnitude = append(p.Magnitude, math.Float32frombits(uint32(f.v)))
+			}
+		case protowire.Fixed64Type:
+			if f.num == ParamsEraseNoise {
+				p.EraseNoise = append(p.EraseNoise, f.v)
 			}
 		case protowire.BytesType:
 			switch f.num {
@@ -421,6 +481,32 @@ func (p *Params) decode(b []byte) error {
 				p.Height, ok = appendPacked(p.Height, f.b)
 			case ParamsWidth:
 				p.Width, ok = appendPacked(p.Width, f.b)
+			case ParamsJitterOrder:
+				p.JitterOrder, ok = appendPacked(p.JitterOrder, f.b)
+			case ParamsGray:
+				p.Gray, ok = appendPackedBool(p.Gray, f.b)
+			case ParamsNumOps:
+				p.NumOps, ok = appendPacked(p.NumOps, f.b)
+			case ParamsOp:
+				p.Op, ok = appendPacked(p.Op, f.b)
+			case ParamsErased:
+				p.Erased, ok = appendPackedBool(p.Erased, f.b)
+			case ParamsEraseTop:
+				p.EraseTop, ok = appendPacked(p.EraseTop, f.b)
+			case ParamsEraseLeft:
+				p.EraseLeft, ok = appendPacked(p.EraseLeft, f.b)
+			case ParamsEraseHeight:
+				p.EraseHeight, ok = appendPacked(p.EraseHeight, f.b)
+			case ParamsEraseWidth:
+				p.EraseWidth, ok = appendPacked(p.EraseWidth, f.b)
+			case ParamsJitter:
+				p.Jitter, ok = appendPackedFloat(p.Jitter, f.b)
+			case ParamsSigma:
+				p.Sigma, ok = appendPackedFloat(p.Sigma, f.b)
+			case ParamsMagnitude:
+				p.Magnitude, ok = appendPackedFloat(p.Magnitude, f.b)
+			case ParamsEraseNoise:
+				p.EraseNoise, ok = appendPackedFixed64(p.EraseNoise, f.b)
 			}
 		}
 		if !ok {
@@ -428,6 +514,30 @@ func (p *Params) decode(b []byte) error {
 		}
 	}
 	return nil
+}
+
+func appendPackedFloat(s []float32, b []byte) ([]float32, bool) {
+	for len(b) > 0 {
+		v, n := protowire.ConsumeFixed32(b)
+		if n < 0 {
+			return s, false
+		}
+		s = append(s, math.Float32frombits(v))
+		b = b[n:]
+	}
+	return s, true
+}
+
+func appendPackedFixed64(s []uint64, b []byte) ([]uint64, bool) {
+	for len(b) > 0 {
+		v, n := protowire.ConsumeFixed64(b)
+		if n < 0 {
+			return s, false
+		}
+		s = append(s, v)
+		b = b[n:]
+	}
+	return s, true
 }
 
 func appendPackedBool(s []bool, b []byte) ([]bool, bool) {

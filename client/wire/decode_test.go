@@ -75,8 +75,11 @@ func asProto(d *Decoder) *pb.StreamReply {
 		out.Tensor = &pb.Batch_Data{Data: b.Data}
 	}
 	if b.HasParams {
-		out.Params = &pb.AugmentParams{Top: b.Params.Top, Left: b.Params.Left, Flip: b.Params.Flip,
-			Height: b.Params.Height, Width: b.Params.Width}
+		p := &b.Params
+		out.Params = &pb.AugmentParams{Top: p.Top, Left: p.Left, Flip: p.Flip, Height: p.Height, Width: p.Width,
+			JitterOrder: p.JitterOrder, Jitter: p.Jitter, Gray: p.Gray, Sigma: p.Sigma, NumOps: p.NumOps, Op: p.Op,
+			Magnitude: p.Magnitude, Erased: p.Erased, EraseTop: p.EraseTop, EraseLeft: p.EraseLeft,
+			EraseHeight: p.EraseHeight, EraseWidth: p.EraseWidth, EraseNoise: p.EraseNoise}
 	}
 	return &pb.StreamReply{Msg: &pb.StreamReply_Batch{Batch: out}}
 }
@@ -85,7 +88,10 @@ func asProto(d *Decoder) *pb.StreamReply {
 func dirty() *Batch {
 	return &Batch{Seq: 9, Epoch: 9, Index: 9, Indices: []int64{9}, Labels: []int32{9}, DType: 9, Layout: 9,
 		Shape: []int64{9}, Data: []byte{9}, Shm: ShmRef{Slot: 9}, HasShm: true,
-		Params: Params{Top: []int32{9}, Left: []int32{9}, Flip: []bool{true}, Height: []int32{9}, Width: []int32{9}}, HasParams: true}
+		Params: Params{Top: []int32{9}, Left: []int32{9}, Flip: []bool{true}, Height: []int32{9}, Width: []int32{9},
+			JitterOrder: []uint32{9}, Jitter: []float32{9}, Gray: []bool{true}, Sigma: []float32{9}, NumOps: []uint32{9},
+			Op: []uint32{9}, Magnitude: []float32{9}, Erased: []bool{true}, EraseTop: []int32{9}, EraseLeft: []int32{9},
+			EraseHeight: []int32{9}, EraseWidth: []int32{9}, EraseNoise: []uint64{9}}, HasParams: true}
 }
 
 func mustMarshal(m proto.Message) []byte {
@@ -156,7 +162,13 @@ func messages(tensorSize int) map[string][]byte {
 	full := &pb.Batch{Seq: 7, Epoch: 2, BatchIndex: 41, Indices: []int64{5, 1 << 40, 0, 3}, Labels: []int32{1, -1, 0, 9},
 		Dtype: pb.DType_DTYPE_F32, Layout: pb.Layout_LAYOUT_CHW, Shape: []int64{4, 3, 32, 32},
 		Params: &pb.AugmentParams{Top: []int32{0, 4, 2, 1}, Left: []int32{3, 0, 4, 4}, Flip: []bool{true, false, false, true},
-			Height: []int32{375, 1, 90, 2000}, Width: []int32{500, 7, 1 << 20, 3}}}
+			Height: []int32{375, 1, 90, 2000}, Width: []int32{500, 7, 1 << 20, 3},
+			JitterOrder: []uint32{0, 1, 2, 3, 3, 2, 1, 0, 1, 0, 3, 2, 2, 3, 0, 1},
+			Jitter:      []float32{0.6, 1.4, 1, -0.1, 0, 0, 0, 0, 1.25, 0.75, 2, 0.5, float32(math.Inf(1)), -0, 1e-30, 0.3},
+			Gray:        []bool{false, true, true, false}, Sigma: []float32{0.1, 2, 1.5, 0},
+			NumOps: []uint32{2, 0, 1, 4}, Op: []uint32{1, 14, 10, 0, 5, 5, 13}, Magnitude: []float32{-0.3, 0, 4, 0, -30, 30, 0},
+			Erased: []bool{true, false, true, true}, EraseTop: []int32{1, 0, 7, 0}, EraseLeft: []int32{2, 0, 0, 31},
+			EraseHeight: []int32{10, 0, 0, 1}, EraseWidth: []int32{3, 0, 5, 1}, EraseNoise: []uint64{0, 0, 1 << 63, 12345}}}
 	inline := proto.CloneOf(full)
 	inline.Tensor = &pb.Batch_Data{Data: tensor}
 	shm := proto.CloneOf(full)
@@ -177,7 +189,20 @@ func messages(tensorSize int) map[string][]byte {
 			fld(nil, ParamsLeft, protowire.VarintType, 5), fld(nil, ParamsFlip, protowire.VarintType, 2),
 			fld(nil, ParamsFlip, protowire.BytesType, packed(0, 1)),
 			fld(nil, ParamsHeight, protowire.VarintType, 300), fld(nil, ParamsHeight, protowire.BytesType, packed(4, 5)),
-			fld(nil, ParamsWidth, protowire.BytesType, packed(6)), fld(nil, ParamsWidth, protowire.VarintType, 400))),
+			fld(nil, ParamsWidth, protowire.BytesType, packed(6)), fld(nil, ParamsWidth, protowire.VarintType, 400),
+			fld(nil, ParamsJitterOrder, protowire.VarintType, 3), fld(nil, ParamsJitterOrder, protowire.BytesType, packed(1, 2)),
+			fld(nil, ParamsJitter, protowire.Fixed32Type, uint64(math.Float32bits(0.5))),
+			fld(nil, ParamsJitter, protowire.BytesType, protowire.AppendFixed32(protowire.AppendFixed32(nil, math.Float32bits(-1)), 7)),
+			fld(nil, ParamsGray, protowire.VarintType, 1), fld(nil, ParamsGray, protowire.BytesType, packed(0, 1)),
+			fld(nil, ParamsSigma, protowire.Fixed32Type, uint64(math.Float32bits(1.5))),
+			fld(nil, ParamsNumOps, protowire.VarintType, 2), fld(nil, ParamsOp, protowire.BytesType, packed(5, 6)),
+			fld(nil, ParamsMagnitude, protowire.BytesType, protowire.AppendFixed32(nil, math.Float32bits(-30))),
+			fld(nil, ParamsMagnitude, protowire.Fixed32Type, uint64(math.Float32bits(0.9))),
+			fld(nil, ParamsErased, protowire.VarintType, 1), fld(nil, ParamsEraseTop, protowire.BytesType, packed(4)),
+			fld(nil, ParamsEraseLeft, protowire.VarintType, 5), fld(nil, ParamsEraseHeight, protowire.VarintType, 6),
+			fld(nil, ParamsEraseWidth, protowire.BytesType, packed(7, 8)),
+			fld(nil, ParamsEraseNoise, protowire.Fixed64Type, uint64(1)<<60),
+			fld(nil, ParamsEraseNoise, protowire.BytesType, protowire.AppendFixed64(nil, 99)))),
 		fld(nil, BatchData, protowire.BytesType, []byte("abc")))
 	unknown := cat(
 		fld(nil, 3, protowire.VarintType, 1), fld(nil, 4, protowire.Fixed32Type, uint64(5)),
@@ -323,6 +348,9 @@ func TestDecodeMalformed(t *testing.T) {
 		{"bad params left", "packed field 2", batch(fld(nil, BatchParams, protowire.BytesType, fld(nil, ParamsLeft, protowire.BytesType, []byte{0x80})))},
 		{"bad params flip", "packed field 3", batch(fld(nil, BatchParams, protowire.BytesType, fld(nil, ParamsFlip, protowire.BytesType, []byte{1, 0x80})))},
 		{"bad params height", "packed field 4", batch(fld(nil, BatchParams, protowire.BytesType, fld(nil, ParamsHeight, protowire.BytesType, []byte{0x80})))},
+		{"bad params jitter", "packed field 7", batch(fld(nil, BatchParams, protowire.BytesType, fld(nil, ParamsJitter, protowire.BytesType, []byte{1, 2, 3})))},
+		{"bad params op", "packed field 11", batch(fld(nil, BatchParams, protowire.BytesType, fld(nil, ParamsOp, protowire.BytesType, []byte{0x80})))},
+		{"bad params erase noise", "packed field 18", batch(fld(nil, BatchParams, protowire.BytesType, fld(nil, ParamsEraseNoise, protowire.BytesType, []byte{1, 2, 3, 4, 5, 6, 7})))},
 		{"bad params width", "packed field 5", batch(fld(nil, BatchParams, protowire.BytesType, fld(nil, ParamsWidth, protowire.BytesType, []byte{2, 0xff})))},
 		{"params bytes past the end", "field 1", batch(fld(nil, BatchParams, protowire.BytesType, []byte{byte(ParamsTop<<3 | 2), 9}))},
 		{"bad header", "stream header", fld(nil, ReplyHeader, protowire.BytesType, []byte{1 << 3, 0x80})},

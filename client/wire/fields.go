@@ -30,4 +30,18 @@ const (
 	ParamsFlip    protowire.Number = 3  // AugmentParams.flip
 	ParamsHeight  protowire.Number = 4  // AugmentParams.height
 	ParamsWidth   protowire.Number = 5  // AugmentParams.width
+
+	ParamsJitterOrder protowire.Number = 6  // AugmentParams.jitter_order
+	ParamsJitter      protowire.Number = 7  // AugmentParams.jitter
+	ParamsGray        protowire.Number = 8  // AugmentParams.gray
+	ParamsSigma       protowire.Number = 9  // AugmentParams.sigma
+	ParamsNumOps      protowire.Number = 10 // AugmentParams.num_ops
+	ParamsOp          protowire.Number = 11 // AugmentParams.op
+	ParamsMagnitude   protowire.Number = 12 // AugmentParams.magnitude
+	ParamsErased      protowire.Number = 13 // AugmentParams.erased
+	ParamsEraseTop    protowire.Number = 14 // AugmentParams.erase_top
+	ParamsEraseLeft   protowire.Number = 15 // AugmentParams.erase_left
+	ParamsEraseHeight protowire.Number = 16 // AugmentParams.erase_height
+	ParamsEraseWidth  protowire.Number = 17 // AugmentParams.erase_width
+	ParamsEraseNoise  protowire.Number = 18 // AugmentParams.erase_noise
 )

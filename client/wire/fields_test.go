@@ -19,8 +19,12 @@ func TestFieldNumbers(t *testing.T) {
 		&pb.Batch{}: {"seq": BatchSeq, "epoch": BatchEpoch, "batch_index": BatchIndex, "indices": BatchIndices,
 			"labels": BatchLabels, "dtype": BatchDType, "layout": BatchLayout, "shape": BatchShape,
 			"data": BatchData, "shm": BatchShm, "params": BatchParams},
-		&pb.ShmRef{}:        {"slot": ShmSlot, "generation": ShmGeneration, "offset": ShmOffset, "length": ShmLength},
-		&pb.AugmentParams{}: {"top": ParamsTop, "left": ParamsLeft, "flip": ParamsFlip, "height": ParamsHeight, "width": ParamsWidth},
+		&pb.ShmRef{}: {"slot": ShmSlot, "generation": ShmGeneration, "offset": ShmOffset, "length": ShmLength},
+		&pb.AugmentParams{}: {"top": ParamsTop, "left": ParamsLeft, "flip": ParamsFlip, "height": ParamsHeight, "width": ParamsWidth,
+			"jitter_order": ParamsJitterOrder, "jitter": ParamsJitter, "gray": ParamsGray, "sigma": ParamsSigma,
+			"num_ops": ParamsNumOps, "op": ParamsOp, "magnitude": ParamsMagnitude, "erased": ParamsErased,
+			"erase_top": ParamsEraseTop, "erase_left": ParamsEraseLeft, "erase_height": ParamsEraseHeight,
+			"erase_width": ParamsEraseWidth, "erase_noise": ParamsEraseNoise},
 	}
 	for msg, fields := range want {
 		md := msg.ProtoReflect().Descriptor()

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/loaderd/loaderd/client/sample"
 	"github.com/loaderd/loaderd/loader"
 	"github.com/loaderd/loaderd/pinned"
 	pb "github.com/loaderd/loaderd/proto/loaderd/v1"
@@ -331,9 +332,47 @@ func batchMessage(p *plan, b *loader.Batch) *pb.Batch {
 				pr.Top[i], pr.Left[i], pr.Height[i], pr.Width[i] = x.Box.Y, x.Box.X, x.Box.H, x.Box.W
 			}
 		}
+		if p.pipe.Photometric() {
+			photoParams(pr, b.Params)
+		}
+		if p.pipe.Erases() {
+			eraseParams(pr, b.Params)
+		}
 		msg.Params = pr
 	}
 	return msg
+}
+
+// photoParams adds the photometric ops' draws to pr, as loader.proto's
+// AugmentParams lays them out.
+func photoParams(pr *pb.AugmentParams, ps []sample.Params) {
+	n := len(ps)
+	pr.JitterOrder, pr.Jitter = make([]uint32, 0, 4*n), make([]float32, 0, 4*n)
+	pr.Gray, pr.Sigma, pr.NumOps = make([]bool, n), make([]float32, n), make([]uint32, n)
+	for i, x := range ps {
+		ph := &x.Photo
+		for k := range 4 {
+			pr.JitterOrder = append(pr.JitterOrder, uint32(ph.JitterOrder[k]))
+			pr.Jitter = append(pr.Jitter, ph.Jitter[k])
+		}
+		pr.Gray[i], pr.Sigma[i], pr.NumOps[i] = ph.Gray, ph.Sigma, uint32(ph.NumOps)
+		for _, o := range ph.Ops[:min(int(ph.NumOps), len(ph.Ops))] {
+			pr.Op = append(pr.Op, uint32(o.Op))
+			pr.Magnitude = append(pr.Magnitude, o.Magnitude)
+		}
+	}
+}
+
+// eraseParams adds random_erasing's draws to pr.
+func eraseParams(pr *pb.AugmentParams, ps []sample.Params) {
+	n := len(ps)
+	pr.Erased, pr.EraseNoise = make([]bool, n), make([]uint64, n)
+	pr.EraseTop, pr.EraseLeft, pr.EraseHeight, pr.EraseWidth = make([]int32, n), make([]int32, n), make([]int32, n), make([]int32, n)
+	for i, x := range ps {
+		e := &x.Erase
+		pr.Erased[i], pr.EraseNoise[i] = e.Applied, e.Noise
+		pr.EraseTop[i], pr.EraseLeft[i], pr.EraseHeight[i], pr.EraseWidth[i] = e.Box.Y, e.Box.X, e.Box.H, e.Box.W
+	}
 }
 
 // wait takes one unit of window credit, or reports why the stream must end.

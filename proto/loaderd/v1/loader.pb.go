@@ -1658,7 +1658,41 @@ type AugmentParams struct {
 	// The box's height in source pixels; empty unless the pipeline resamples.
 	Height []int32 `protobuf:"varint,4,rep,packed,name=height,proto3" json:"height,omitempty"`
 	// The box's width in source pixels; empty unless the pipeline resamples.
-	Width         []int32 `protobuf:"varint,5,rep,packed,name=width,proto3" json:"width,omitempty"`
+	Width []int32 `protobuf:"varint,5,rep,packed,name=width,proto3" json:"width,omitempty"`
+	// The photometric ops' draws (color_jitter, random_grayscale,
+	// gaussian_blur, auto_augment, rand_augment, trivial_augment_wide):
+	// present iff the pipeline has one of those ops, else empty.
+	//
+	// color_jitter's order, torchvision's fn_idx: four entries per sample,
+	// a permutation of 0 brightness, 1 contrast, 2 saturation, 3 hue.
+	JitterOrder []uint32 `protobuf:"varint,6,rep,packed,name=jitter_order,json=jitterOrder,proto3" json:"jitter_order,omitempty"`
+	// color_jitter's factors, four per sample in the order brightness,
+	// contrast, saturation, hue (0 for a part that is off).
+	Jitter []float32 `protobuf:"fixed32,7,rep,packed,name=jitter,proto3" json:"jitter,omitempty"`
+	// Whether random_grayscale converted the sample.
+	Gray []bool `protobuf:"varint,8,rep,packed,name=gray,proto3" json:"gray,omitempty"`
+	// gaussian_blur's sigma, used for both axes.
+	Sigma []float32 `protobuf:"fixed32,9,rep,packed,name=sigma,proto3" json:"sigma,omitempty"`
+	// How many AutoAugment-family operations each sample applied; op and
+	// magnitude hold them, sample after sample.
+	NumOps []uint32 `protobuf:"varint,10,rep,packed,name=num_ops,json=numOps,proto3" json:"num_ops,omitempty"`
+	// The operations, in torchvision's order: 0 Identity, 1 ShearX,
+	// 2 ShearY, 3 TranslateX, 4 TranslateY, 5 Rotate, 6 Brightness,
+	// 7 Color, 8 Contrast, 9 Sharpness, 10 Posterize, 11 Solarize,
+	// 12 AutoContrast, 13 Equalize, 14 Invert.
+	Op []uint32 `protobuf:"varint,11,rep,packed,name=op,proto3" json:"op,omitempty"`
+	// Each operation's signed magnitude, as torchvision's _apply_op takes it.
+	Magnitude []float32 `protobuf:"fixed32,12,rep,packed,name=magnitude,proto3" json:"magnitude,omitempty"`
+	// random_erasing's draws: present iff the pipeline ends with it.
+	// Whether the sample was erased; if so, the box of the output image
+	// erased (erase_width or erase_height may be 0).
+	Erased      []bool  `protobuf:"varint,13,rep,packed,name=erased,proto3" json:"erased,omitempty"`
+	EraseTop    []int32 `protobuf:"varint,14,rep,packed,name=erase_top,json=eraseTop,proto3" json:"erase_top,omitempty"`
+	EraseLeft   []int32 `protobuf:"varint,15,rep,packed,name=erase_left,json=eraseLeft,proto3" json:"erase_left,omitempty"`
+	EraseHeight []int32 `protobuf:"varint,16,rep,packed,name=erase_height,json=eraseHeight,proto3" json:"erase_height,omitempty"`
+	EraseWidth  []int32 `protobuf:"varint,17,rep,packed,name=erase_width,json=eraseWidth,proto3" json:"erase_width,omitempty"`
+	// The key of the normal noise of value=random (0 otherwise).
+	EraseNoise    []uint64 `protobuf:"fixed64,18,rep,packed,name=erase_noise,json=eraseNoise,proto3" json:"erase_noise,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1724,6 +1758,97 @@ func (x *AugmentParams) GetHeight() []int32 {
 func (x *AugmentParams) GetWidth() []int32 {
 	if x != nil {
 		return x.Width
+	}
+	return nil
+}
+
+func (x *AugmentParams) GetJitterOrder() []uint32 {
+	if x != nil {
+		return x.JitterOrder
+	}
+	return nil
+}
+
+func (x *AugmentParams) GetJitter() []float32 {
+	if x != nil {
+		return x.Jitter
+	}
+	return nil
+}
+
+func (x *AugmentParams) GetGray() []bool {
+	if x != nil {
+		return x.Gray
+	}
+	return nil
+}
+
+func (x *AugmentParams) GetSigma() []float32 {
+	if x != nil {
+		return x.Sigma
+	}
+	return nil
+}
+
+func (x *AugmentParams) GetNumOps() []uint32 {
+	if x != nil {
+		return x.NumOps
+	}
+	return nil
+}
+
+func (x *AugmentParams) GetOp() []uint32 {
+	if x != nil {
+		return x.Op
+	}
+	return nil
+}
+
+func (x *AugmentParams) GetMagnitude() []float32 {
+	if x != nil {
+		return x.Magnitude
+	}
+	return nil
+}
+
+func (x *AugmentParams) GetErased() []bool {
+	if x != nil {
+		return x.Erased
+	}
+	return nil
+}
+
+func (x *AugmentParams) GetEraseTop() []int32 {
+	if x != nil {
+		return x.EraseTop
+	}
+	return nil
+}
+
+func (x *AugmentParams) GetEraseLeft() []int32 {
+	if x != nil {
+		return x.EraseLeft
+	}
+	return nil
+}
+
+func (x *AugmentParams) GetEraseHeight() []int32 {
+	if x != nil {
+		return x.EraseHeight
+	}
+	return nil
+}
+
+func (x *AugmentParams) GetEraseWidth() []int32 {
+	if x != nil {
+		return x.EraseWidth
+	}
+	return nil
+}
+
+func (x *AugmentParams) GetEraseNoise() []uint64 {
+	if x != nil {
+		return x.EraseNoise
 	}
 	return nil
 }
@@ -1990,13 +2115,30 @@ const file_loaderd_v1_loader_proto_rawDesc = "" +
 	"generation\x18\x02 \x01(\x04R\n" +
 	"generation\x12\x16\n" +
 	"\x06offset\x18\x03 \x01(\x03R\x06offset\x12\x16\n" +
-	"\x06length\x18\x04 \x01(\x03R\x06length\"w\n" +
+	"\x06length\x18\x04 \x01(\x03R\x06length\"\xdc\x03\n" +
 	"\rAugmentParams\x12\x10\n" +
 	"\x03top\x18\x01 \x03(\x05R\x03top\x12\x12\n" +
 	"\x04left\x18\x02 \x03(\x05R\x04left\x12\x12\n" +
 	"\x04flip\x18\x03 \x03(\bR\x04flip\x12\x16\n" +
 	"\x06height\x18\x04 \x03(\x05R\x06height\x12\x14\n" +
-	"\x05width\x18\x05 \x03(\x05R\x05width\"Z\n" +
+	"\x05width\x18\x05 \x03(\x05R\x05width\x12!\n" +
+	"\fjitter_order\x18\x06 \x03(\rR\vjitterOrder\x12\x16\n" +
+	"\x06jitter\x18\a \x03(\x02R\x06jitter\x12\x12\n" +
+	"\x04gray\x18\b \x03(\bR\x04gray\x12\x14\n" +
+	"\x05sigma\x18\t \x03(\x02R\x05sigma\x12\x17\n" +
+	"\anum_ops\x18\n" +
+	" \x03(\rR\x06numOps\x12\x0e\n" +
+	"\x02op\x18\v \x03(\rR\x02op\x12\x1c\n" +
+	"\tmagnitude\x18\f \x03(\x02R\tmagnitude\x12\x16\n" +
+	"\x06erased\x18\r \x03(\bR\x06erased\x12\x1b\n" +
+	"\terase_top\x18\x0e \x03(\x05R\beraseTop\x12\x1d\n" +
+	"\n" +
+	"erase_left\x18\x0f \x03(\x05R\teraseLeft\x12!\n" +
+	"\ferase_height\x18\x10 \x03(\x05R\veraseHeight\x12\x1f\n" +
+	"\verase_width\x18\x11 \x03(\x05R\n" +
+	"eraseWidth\x12\x1f\n" +
+	"\verase_noise\x18\x12 \x03(\x06R\n" +
+	"eraseNoise\"Z\n" +
 	"\x12SampleNamesRequest\x12\x18\n" +
 	"\adataset\x18\x01 \x01(\tR\adataset\x12\x14\n" +
 	"\x05start\x18\x02 \x01(\x03R\x05start\x12\x14\n" +
