@@ -38,14 +38,36 @@ func (p *Pool) activateLocked(l *Loader) {
 	t.loaders = append(t.loaders, l)
 }
 
+// Demoter is implemented by a Config.Tenant whose standing can drop: the
+// daemon's client connection, demoted while it resets streams faster
+// than a client does (a rapid-reset flood). A demoted tenant's loaders
+// get workers only when no other tenant has queued work, so the streams
+// such a flood manages to open cannot take the workers from the others.
+// Demoted must be quick and safe for concurrent use.
+type Demoter interface {
+	Demoted() bool
+}
+
+func demoted(k any) bool {
+	d, ok := k.(Demoter)
+	return ok && d.Demoted()
+}
+
 // nextLocked picks the loader whose chunk a worker takes next, advancing
-// both turns, and reports whether there is one. The caller holds p.mu.
+// both turns, and reports whether there is one: the next tenant in turn
+// that is not demoted, else the next in turn. The caller holds p.mu.
 func (p *Pool) nextLocked() (*Loader, bool) {
 	if len(p.tenants) == 0 {
 		return nil, false
 	}
 	if p.rr >= len(p.tenants) {
 		p.rr = 0
+	}
+	for i := range p.tenants {
+		if j := (p.rr + i) % len(p.tenants); !demoted(p.tenants[j].key) {
+			p.rr = j
+			break
+		}
 	}
 	t := p.tenants[p.rr]
 	if t.rr >= len(t.loaders) {

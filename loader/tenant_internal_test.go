@@ -57,3 +57,42 @@ func TestTenantTurns(t *testing.T) {
 		t.Fatalf("tenants left: %d, %d", len(p.byTenant), len(p.tenants))
 	}
 }
+
+type demotable struct{ down *bool }
+
+func (d demotable) Demoted() bool { return *d.down }
+
+// TestTenantDemoted: a demoted tenant gets turns only while no other
+// tenant has work, and its own turns again once it is restored.
+func TestTenantDemoted(t *testing.T) {
+	p := &Pool{byTenant: map[any]*tenant{}}
+	down := true
+	flood := demotable{&down}
+	f1, f2 := &Loader{cfg: Config{Tenant: flood}}, &Loader{cfg: Config{Tenant: flood}}
+	n1 := &Loader{cfg: Config{Tenant: "normal"}}
+	name := map[*Loader]string{f1: "f1", f2: "f2", n1: "n1"}
+	p.activateLocked(f1)
+	p.activateLocked(f2)
+	next := func() string {
+		l, ok := p.nextLocked()
+		if !ok {
+			return "-"
+		}
+		return name[l]
+	}
+	var got []string
+	for range 2 { // alone, the demoted tenant is served
+		got = append(got, next())
+	}
+	p.activateLocked(n1)
+	for range 3 { // with another tenant at work, only that one
+		got = append(got, next())
+	}
+	down = false
+	for range 4 {
+		got = append(got, next())
+	}
+	if s := strings.Join(got, " "); s != "f1 f2 n1 n1 n1 f1 n1 f2 n1" {
+		t.Fatalf("turns %q", s)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 	"google.golang.org/grpc/tap"
 
@@ -47,6 +48,7 @@ func (s *Server) tapStreams(ctx context.Context, info *tap.Info) (context.Contex
 	}
 	if c := connRefsOf(ctx); c != nil && !c.resets.ok(time.Now()) {
 		s.metrics.opensRefused.Inc()
+		s.earlyEnd(c, peerAddr(ctx)) // a refused stream counts as one reset early
 		return nil, status.Errorf(codes.ResourceExhausted,
 			"loaderd: this connection reset more than %d streams a second before their header (a rapid-reset flood); new streams are refused for a while", connResetRate)
 	}
@@ -79,13 +81,34 @@ func (r *resetRate) ok(now time.Time) bool {
 	return r.tokens >= 1
 }
 
-// spend counts an early reset. The bucket may go down to minus a burst:
-// a flood waits up to a second past its last reset.
-func (r *resetRate) spend(now time.Time) {
+// demoted reports whether the connection is over its rate now.
+func (r *resetRate) demoted(now time.Time) bool { return !r.ok(now) }
+
+// Demoted implements loader.Demoter: a connection over its early-reset
+// rate gets workers only when no other client has work queued.
+func (c *connRefs) Demoted() bool { return c.resets.demoted(time.Now()) }
+
+// spend counts an early reset, and reports whether the bucket is at its
+// floor, minus a burst: a connection that kept resetting a burst's worth
+// of streams past its allowance, refused all the while, is a flood and
+// no client (closeFlood).
+func (r *resetRate) spend(now time.Time) (floor bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.refillLocked(now)
 	r.tokens = max(r.tokens-1, -connResetBurst)
+	return r.tokens <= -connResetBurst
+}
+
+// earlyEnd counts a stream of c that ended before its header, and closes
+// c once it is a flood: gRPC then stops reading it, and its client must
+// connect again (a gRPC client backs off a second or more) to go on.
+func (s *Server) earlyEnd(c *connRefs, peer string) {
+	if c.resets.spend(time.Now()) && c.closer.close() {
+		s.metrics.floodsClosed.Inc()
+		s.log.Warn("closed a connection that reset streams before their header faster than a client does (an HTTP/2 rapid-reset flood)",
+			"peer", peer, "rate", connResetRate)
+	}
 }
 
 // reserveUnproven counts n bytes of a new stream's pool as unproven on c,
@@ -120,4 +143,13 @@ func (c *connRefs) releaseUnproven(n int64) {
 		c.fewer = nil
 	}
 	c.mu.Unlock()
+}
+
+// peerAddr is the client's address for the log ("" for an unnamed Unix
+// socket peer, or where gRPC has not said).
+func peerAddr(ctx context.Context) string {
+	if p, ok := peer.FromContext(ctx); ok && p.Addr != nil {
+		return p.Addr.String()
+	}
+	return ""
 }

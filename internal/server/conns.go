@@ -21,8 +21,12 @@ type connTracker struct{}
 
 type connRefsKey struct{}
 
-func (connTracker) TagConn(ctx context.Context, _ *stats.ConnTagInfo) context.Context {
-	return context.WithValue(ctx, connRefsKey{}, &connRefs{refs: map[*slotRef]struct{}{}})
+func (connTracker) TagConn(ctx context.Context, info *stats.ConnTagInfo) context.Context {
+	c := &connRefs{refs: map[*slotRef]struct{}{}}
+	if a, ok := info.RemoteAddr.(*connAddr); ok { // from a trackListener (connclose.go)
+		c.closer = &connCloser{conn: a.conn}
+	}
+	return context.WithValue(ctx, connRefsKey{}, c)
 }
 
 func (connTracker) HandleConn(ctx context.Context, s stats.ConnStats) {
@@ -49,7 +53,8 @@ type connRefs struct {
 	mu     sync.Mutex
 	ended  bool
 	refs   map[*slotRef]struct{}
-	resets resetRate // streams reset before their header (see tapStreams)
+	resets resetRate   // streams reset before their header (see tapStreams)
+	closer *connCloser // ends the connection (a flood's); nil off a trackListener
 
 	// Pool bytes of streams whose client has not answered yet (unproven),
 	// and a channel closed when they fall (see reserveUnproven).

@@ -24,6 +24,7 @@ type metrics struct {
 	slotsLeased  prometheus.Gauge
 	streams      prometheus.Gauge
 	opensRefused prometheus.Counter
+	floodsClosed prometheus.Counter
 	wait         *prometheus.HistogramVec
 	clientWait   *prometheus.HistogramVec
 	busy         *prometheus.HistogramVec
@@ -57,6 +58,8 @@ func newMetrics(reg *prometheus.Registry, s *Server) *metrics {
 			Help: "Streams being served."}),
 		opensRefused: prometheus.NewCounter(prometheus.CounterOpts{Name: "loaderd_opens_refused_total",
 			Help: "Streams refused as they started because their connection had reset streams before their header faster than the per-connection rate (an HTTP/2 rapid-reset flood)."}),
+		floodsClosed: prometheus.NewCounter(prometheus.CounterOpts{Name: "loaderd_flood_connections_closed_total",
+			Help: "Connections the daemon closed because they kept resetting streams before their header far past the per-connection rate."}),
 		wait: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "loaderd_stream_wait_seconds",
 			Help:    "Time a stream waited for the workers to finish its next batch.",
 			Buckets: waitBuckets}, []string{"dataset"}),
@@ -108,7 +111,7 @@ func newMetrics(reg *prometheus.Registry, s *Server) *metrics {
 			Help: "Time workers spent filling chunks, all datasets, chunks in progress included; rate() is the number of busy workers."},
 			func() float64 { return s.pool.Busy().Seconds() }),
 	)
-	reg.MustRegister(m.images, m.batches, m.sampleErrors, m.inFlight, m.slotsLeased, m.streams, m.opensRefused, m.wait,
+	reg.MustRegister(m.images, m.batches, m.sampleErrors, m.inFlight, m.slotsLeased, m.streams, m.opensRefused, m.floodsClosed, m.wait,
 		m.clientWait, m.busy, m.tuned, m.sImages, m.sWait, m.sWindowFull, m.sWindow, m.sWindowSize, m.sInfo,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m

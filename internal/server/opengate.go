@@ -88,11 +88,18 @@ func (g *openGate) release() {
 }
 
 // handOutLocked grants free places to waiters, one connection at a time
-// in ring order. The caller holds g.mu.
+// in ring order, passing over demoted connections (a flood's: see
+// connRefs.Demoted) while others wait. The caller holds g.mu.
 func (g *openGate) handOutLocked() {
 	for g.free > 0 && len(g.ring) > 0 {
 		if g.next >= len(g.ring) {
 			g.next = 0
+		}
+		for i := range g.ring {
+			if j := (g.next + i) % len(g.ring); !isDemoted(g.ring[j]) {
+				g.next = j
+				break
+			}
 		}
 		q := g.conns[g.ring[g.next]]
 		w := q.waiters[0]
@@ -150,4 +157,9 @@ func connKey(c *connRefs) any {
 		return c
 	}
 	return nil
+}
+
+func isDemoted(conn any) bool {
+	d, ok := conn.(interface{ Demoted() bool })
+	return ok && d.Demoted()
 }

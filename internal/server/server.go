@@ -224,6 +224,7 @@ func (s *Server) GRPC() *grpc.Server { return s.grpc }
 // Serve accepts connections on lis until Shutdown: a Unix socket's on the
 // plain server, any other's (TCP) with Options.Security's TLS and tokens.
 func (s *Server) Serve(lis net.Listener) error {
+	lis = trackListener{lis} // so that a flood's connection can be closed
 	if lis.Addr().Network() == "unix" {
 		return s.grpc.Serve(lis)
 	}

@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"sync"
-	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -20,7 +19,7 @@ func (s *Server) Stream(st pb.Loader_StreamServer) (err error) {
 	if conn != nil {
 		defer func() { // a reset before the header counts against the connection (tapStreams)
 			if !headed && st.Context().Err() != nil {
-				conn.resets.spend(time.Now())
+				s.earlyEnd(conn, peerAddr(st.Context()))
 			}
 		}()
 	}
