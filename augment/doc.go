@@ -80,6 +80,33 @@
 // values_on_client may split a staged chain (the photometric ops are
 // pixels) but not random_erasing, which no uint8 image can express.
 //
+// # Batch ops
+//
+// MixUp and CutMix follow torchvision v2 (0.16+): they mix a whole batch
+// with itself rolled by one sample (sample i with sample i-1, sample 0
+// with the last), with one λ ~ Beta(α, α) per batch; CutMix pastes a box
+// of area (1-λ)·H·W, centred at a uniform pixel and clipped to the image,
+// and recomputes λ from the clipped box. Each sample's soft label is λ of
+// its class and 1-λ of its partner's (sample.Mix.SoftLabels). Declared
+// together, each batch takes one of them, CutMix with probability
+// CutMix.Switch (0.5 by default), as torchvision's RandomChoice recipe.
+//
+// They live in the chain's text, "…,out=f32,mixup=0.2,cutmix=1", because
+// that text is what a stream names, echoes in its header and replays,
+// and what NewPipelineAs, values_on_client and a dataset's default
+// augmentation already handle; but they act on batches, which a Pipeline
+// never sees. So they must end the chain (after out and random_erasing),
+// on a float output, and NewPipeline folds them into a Mixer (OutSpec is
+// the identity) that leaves Apply alone: whoever assembles a batch (the
+// loader, once its samples are written) calls Mixer.Draw with the batch's
+// (seed, epoch, rank, batch index) and Mixer.Apply on the batch in place.
+// Apply works in the output's dtype and layout, computing MixUp in float32
+// as torch does (x·λ + x_rolled·(1-λ), the factors float32) and rounding
+// once; it allocates nothing. λ comes from two Gamma draws (Marsaglia and
+// Tsang's method, kept as logarithms so small α never gives 0/0) on the
+// counter-based generator below, rounded to float32 as torch's Beta
+// samples are.
+//
 // # Randomness
 //
 // Params (crop corner, flip, resized-crop box, and the photometric ops'

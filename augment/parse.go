@@ -36,6 +36,10 @@ import (
 //	          | "random_erasing" [ "=" P [ ":" RANGE [ ":" RANGE [ ":" VALUE ] ] ] ]
 //	                                                        RandomErasing: p, scale, ratio;
 //	                                                        0.5:0.02-0.33:0.3-3.3:0 by default
+//	          | "mixup=" ALPHA                              MixUp, a batch op
+//	          | "cutmix=" ALPHA [ ":" SWITCH ]              CutMix, a batch op; with a mixup, a
+//	                                                        batch takes cutmix with probability
+//	                                                        SWITCH (default 0.5), else mixup
 //	STATS     = "cifar10" | "imagenet" | M{/M} ":" S{/S}    one value, or one per channel
 //	RANGE     = LO "-" HI
 //	JIT       = F | RANGE                                   torchvision's number or (min, max)
@@ -90,6 +94,8 @@ func ParseOps(s string) ([]Op, error) {
 			op, err = parseTrivial(arg, hasArg)
 		case "random_erasing":
 			op, err = parseErase(arg, hasArg)
+		case "mixup", "cutmix":
+			op, err = parseMix(name, arg)
 		case "totensor":
 			if hasArg {
 				return nil, syntaxError(item, "totensor takes no value")
@@ -110,7 +116,7 @@ func ParseOps(s string) ([]Op, error) {
 		case "":
 			return nil, syntaxError(item, "empty op")
 		default:
-			return nil, syntaxError(item, "unknown op (want resize, center_crop, random_resized_crop, crop, flip, color_jitter, grayscale, random_grayscale, gaussian_blur, auto_augment, rand_augment, trivial_augment_wide, totensor, normalize, out or random_erasing)")
+			return nil, syntaxError(item, "unknown op (want resize, center_crop, random_resized_crop, crop, flip, color_jitter, grayscale, random_grayscale, gaussian_blur, auto_augment, rand_augment, trivial_augment_wide, totensor, normalize, out, random_erasing, mixup or cutmix)")
 		}
 		if err != nil {
 			return nil, syntaxError(item, err.Error())

@@ -34,6 +34,7 @@ type Pipeline struct {
 	// Only the one of the output's size is built.
 	sized *sized      // a chain opening with geometric ops; nil for the others
 	photo *photoStage // a chain with photometric ops or random_erasing; nil for the others
+	mix   *Mixer      // the batch ops (mixup, cutmix) that end the chain; nil without
 
 	lut8   *[3][256]uint8
 	lut16  *[3][256]uint16
@@ -54,7 +55,24 @@ const maxSide = 1 << 20
 // A chain may open with geometric ops (resize, center_crop or
 // random_resized_crop); then in must be U8 HWC and may have H = W = 0, an
 // image of any size (see ApplySized).
+//
+// A chain may end with batch ops (mixup, cutmix): they act on whole
+// batches, which a Pipeline never sees, so they leave Apply alone and are
+// folded into Mixer for whoever assembles the batches.
 func NewPipeline(in Spec, ops ...Op) (*Pipeline, error) {
+	per, batch, err := splitBatchOps(ops)
+	if err != nil {
+		return nil, err
+	}
+	p, err := newSampleChain(in, per...)
+	if err != nil || len(batch) == 0 {
+		return p, err
+	}
+	return p.withMix(batch, len(per))
+}
+
+// newSampleChain is NewPipeline of a chain of per-sample ops.
+func newSampleChain(in Spec, ops ...Op) (*Pipeline, error) {
 	n := 0
 	for n < len(ops) && isGeo(ops[n]) {
 		n++
@@ -131,8 +149,16 @@ func canon(op Op) (Op, error) {
 		o.Mean = append([]float32(nil), o.Mean...)
 		o.Std = append([]float32(nil), o.Std...)
 		return o, nil
-	case RandomHorizontalFlip, ToTensor, Output:
+	case RandomHorizontalFlip, ToTensor, Output, MixUp, CutMix:
 		return o, nil
+	case *MixUp:
+		if o != nil {
+			return *o, nil
+		}
+	case *CutMix:
+		if o != nil {
+			return *o, nil
+		}
 	case ColorJitter, Grayscale, RandomGrayscale, GaussianBlur, AutoAugment, RandAugment, TrivialAugmentWide, RandomErasing:
 		return canonPhoto(op), nil
 	case *ColorJitter:

@@ -57,7 +57,7 @@ func NewPipelineAs(in Spec, ops []Op, want Output, strict bool) (*Pipeline, erro
 		switch op.(type) {
 		case Output:
 			continue
-		case RandomErasing: // acts on the finished tensor, after out
+		case RandomErasing, MixUp, CutMix: // act on the finished tensor or batch, after out
 			last = append(last, op)
 			continue
 		case ToTensor, Normalize:

@@ -53,6 +53,9 @@ func pixelOps(ops []Op) ([]Op, error) {
 			}
 			continue // PixelPipeline appends the U8 one
 		case RandomHorizontalFlip:
+		case MixUp, CutMix:
+			return nil, &OpError{Index: i, Op: op,
+				Err: errText("mixes the finished batch in float, which uint8 pixels and a value table cannot express: the value ops cannot be left to the client")}
 		case RandomErasing:
 			return nil, &OpError{Index: i, Op: op,
 				Err: errText("erases the finished tensor, which uint8 pixels and a value table cannot express: the value ops cannot be left to the client")}

@@ -31,6 +31,7 @@ type Batch struct {
 	wait      time.Duration // how long Next blocked for it; sent on its ack
 	m         *member       // of a pool: the daemon that made it
 	mgen      int           // and its stream, which the ack goes to
+	mix       sample.Mix    // the batch ops' record (batch_mix streams)
 }
 
 // Daemon returns the address of the daemon that made the batch: one of a
@@ -76,6 +77,11 @@ func (b *Batch) fill() {
 		}
 	}
 	photoParams(b.Params, p)
+	b.mix = sample.Mix{}
+	if m := &w.Mix; w.HasMix {
+		b.mix = sample.Mix{Kind: sample.MixKind(m.Kind), Lambda: m.Lam,
+			Box: sample.Box{X: m.BoxLeft, Y: m.BoxTop, W: m.BoxWidth, H: m.BoxHeight}}
+	}
 }
 
 // photoParams fills the photometric and erasing draws of ps from p,

@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/loaderd/loaderd/client"
+	"github.com/loaderd/loaderd/client/clienttest"
 	"github.com/loaderd/loaderd/client/sample"
 	pb "github.com/loaderd/loaderd/proto/loaderd/v1"
 	"github.com/loaderd/loaderd/sampler"
@@ -207,5 +208,52 @@ func TestElasticReconnect(t *testing.T) {
 	_, err = old.Open(ctx, client.StreamConfig{Dataset: "x", World: 2, BatchSize: 2, Start: sampler.Position{Offset: 8}, Reconnects: -1})
 	if err == nil || !strings.Contains(err.Error(), "too old for an elastic resume") {
 		t.Errorf("a daemon ignoring start_offset: %v", err)
+	}
+}
+
+// TestElasticResumeWeighted: a dataset drawn with replacement
+// (sampler=balanced&samples=K, K ≠ N) resumes elastically as an order
+// does, over its K draws: the header says K, Global counts draws, and a
+// world of 3 stopped after 4 batches (48 draws, past N = 40), finished by
+// a world of 2, delivers
+// the uninterrupted one-rank draw list plus the last world's padding (the
+// list's first entries).
+func TestElasticResumeWeighted(t *testing.T) {
+	const k, bs, epoch = 61, 4, 1
+	d := clienttest.Start(t, "--dataset", "train=synthetic:40?sampler=balanced&samples=61", "--workers", "2")
+	c := d.Dial(t)
+	base := client.StreamConfig{Dataset: "train", BatchSize: bs, Seed: 3, IncludeParams: true, Start: sampler.Position{Epoch: epoch}, Epochs: 1}
+	var all []int64
+	s, _ := take(t, c, base, 0, &all, map[int64][]delivered{})
+	if got := s.Header().GetEpochSamples(); got != k {
+		t.Fatalf("header's epoch_samples %d, want %d", got, k)
+	}
+	if len(all) != k {
+		t.Fatalf("one rank got %d draws, want %d", len(all), k)
+	}
+	var got []int64
+	var g sampler.Position
+	for r := range 3 {
+		cfg := base
+		cfg.Rank, cfg.World = r, 3
+		s, after := take(t, c, cfg, 4, &got, map[int64][]delivered{})
+		var err error
+		if g, err = s.Global(after); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if g != (sampler.Position{Epoch: epoch, Offset: 4 * bs * 3}) {
+		t.Fatalf("global position %v", g)
+	}
+	for r := range 2 {
+		cfg := base
+		cfg.Rank, cfg.World, cfg.Start = r, 2, g
+		take(t, c, cfg, 0, &got, map[int64][]delivered{})
+	}
+	want := append(slices.Clone(all), all[:(k-g.Offset)%2]...)
+	slices.Sort(got)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Fatalf("delivered %v\nwant %v", got, want)
 	}
 }

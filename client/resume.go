@@ -35,7 +35,13 @@ func (s *Stream) Global(p sampler.Position) (sampler.Position, error) {
 }
 
 func (s *Stream) sampler(h *pb.StreamHeader) sampler.Distributed {
-	return sampler.Distributed{N: h.GetDatasetSize(), Rank: s.cfg.Rank, World: s.cfg.World, DropLast: s.cfg.DropLast}
+	// An epoch's list as a plain order of its length: a weighted stream's
+	// K draws split over ranks as K samples would be.
+	n := h.GetEpochSamples()
+	if n == 0 { // a daemon older than the field
+		n = h.GetDatasetSize()
+	}
+	return sampler.Distributed{N: n, Rank: s.cfg.Rank, World: s.cfg.World, DropLast: s.cfg.DropLast}
 }
 
 // after returns the position after p under header h: the next epoch

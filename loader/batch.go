@@ -19,6 +19,7 @@ type Batch struct {
 	Indices []int64         // dataset index of each sample (under SkipOnError, of its substitute)
 	Labels  []int32         // label of each sample
 	Params  []sample.Params // each sample's random choices; nil unless Config.WithParams
+	Mix     sample.Mix      // what the pipeline's batch ops (mixup, cutmix) drew; zero without them
 	Spec    augment.Spec    // one sample's output
 	Data    []byte          // len(Indices) samples of Spec.Bytes(), back to back
 	Slot    *pinned.Slot    // the pinned slot Data lives in
@@ -27,6 +28,8 @@ type Batch struct {
 	idx      []int64 // full-size backing arrays
 	labels   []int32
 	params   []sample.Params
+	keys     []int64      // augmentation keys of weighted draws (planAt); nil for an order
+	mixTmp   []byte       // one sample, for the batch ops (mix.go); nil without them
 	assigned int          // samples handed to workers (guarded by Pool.mu)
 	pending  atomic.Int32 // samples not yet written
 	busyNs   atomic.Int64 // worker time spent on its chunks (busy.go)
@@ -84,6 +87,7 @@ func (l *Loader) fill(c chunk, wk *worker) {
 	}
 	wk.chunkDone(b)
 	if b.pending.Add(-int32(c.hi-c.lo)) == 0 {
+		l.mixBatch(b) // the last chunk's worker: every sample is written
 		b.done <- struct{}{}
 	}
 }
@@ -113,7 +117,11 @@ func (l *Loader) fillOne(b *Batch, k int, src Source, wk *worker, scratch []byte
 	// The planned index: Indices[k] is written last, so a sample that
 	// faulted and is read again starts from the same plan.
 	idx := b.Indices[k]
-	wk.sized.want.plan(l, b.Epoch, idx)
+	key := idx // what the sample's augmentation is drawn for
+	if b.keys != nil {
+		key = b.keys[k]
+	}
+	wk.sized.want.plan(l, b.Epoch, key)
 	used, label, pix, err := l.skip.Sample(src, b.Epoch, b.Index, idx, scratch)
 	if err == nil {
 		// Keyed by the planned index: a substitute is augmented as the
@@ -128,7 +136,7 @@ func (l *Loader) fillOne(b *Batch, k int, src Source, wk *worker, scratch []byte
 			prm = r.want.params(d.H, d.W)
 			err = l.pipe.ApplyDecoded(dst, pix, d.H, d.W, d.Scale, d.Box, prm, &wk.aug)
 		} else {
-			prm = l.pipe.Draw(l.cfg.Seed, b.Epoch, idx)
+			prm = l.pipe.Draw(l.cfg.Seed, b.Epoch, key)
 			err = l.pipe.Apply(dst, pix, prm)
 		}
 		if b.Params != nil {

@@ -5,7 +5,7 @@
 // are named on command lines as FORMAT:PATH[?OPTIONS] and opened with
 // Open, which finds FORMAT among the formats registered with
 // RegisterFormat and applies the options every format takes (holdout= and
-// part=, see Split; order=torch, see OrderOf). The formats live in their own packages under
+// part=, see Split; order=torch, see OrderOf; sampler= and samples=, see WeightsOf). The formats live in their own packages under
 // loader/format/ (cifar, synthetic, folder, tar, arrow, parquet), each
 // registering itself when imported, as image/png does for image.Decode;
 // loader/format/all imports them all. The formats of encoded images decode
@@ -30,7 +30,11 @@
 // samples to the pool in chunks, and delivers filled batches in order. Each
 // batch lives in a pinned slot the Loader holds for its whole life, so the
 // steady state allocates nothing. Output depends only on (seed, epoch,
-// index), never on the number of workers or their scheduling. A Skipper
+// index), never on the number of workers or their scheduling. A pipeline
+// ending with batch ops (augment's mixup, cutmix) has them run on each
+// batch by the worker that writes its last chunk, before Next hands it
+// out, drawn from (seed, epoch, rank, batch index); Batch.Mix records
+// the draw. A Skipper
 // applies the ErrorPolicy to a sample its source cannot read. A worker
 // that faults reading a memory-mapped file that shrank under it (see
 // RegisterMapping) makes that sample an ErrFault error, named through the

@@ -152,7 +152,11 @@ func New(pool *Pool, cfg Config) (*Loader, error) {
 	var dist sampler.Distributed
 	if cfg.Source != nil && cfg.Pipeline != nil {
 		if in := cfg.Pipeline.In(); in != cfg.Source.Spec() {
-			errs = append(errs, fmt.Sprintf("pipeline takes %v, source gives %v", in, cfg.Source.Spec()))
+			msg := fmt.Sprintf("pipeline takes %v, source gives %v", in, cfg.Source.Spec())
+			if varying(cfg.Source.Spec()) {
+				msg += " (images of varying size): " + VaryingSizeFix
+			}
+			errs = append(errs, msg)
 		} else if s := cfg.Source.Spec(); s.H == 0 && s.W == 0 {
 			// Images of varying size: the source must say each one's size,
 			// and the chain must open with resize or crop ops.
@@ -160,7 +164,7 @@ func New(pool *Pool, cfg Config) (*Loader, error) {
 				errs = append(errs, fmt.Sprintf("source %s gives images of varying size but no loader.SizedSource", cfg.Source))
 			}
 			if !cfg.Pipeline.Resamples() {
-				errs = append(errs, "images of varying size need a pipeline opening with resize, center_crop or random_resized_crop")
+				errs = append(errs, fmt.Sprintf("source %s gives images of varying size and the pipeline %s takes one size: %s", cfg.Source, cfg.Pipeline, VaryingSizeFix))
 			}
 		}
 		dist = sampler.Distributed{N: cfg.Source.Len(), Rank: cfg.Rank, World: cfg.World,
@@ -169,11 +173,12 @@ func New(pool *Pool, cfg Config) (*Loader, error) {
 			dist.Shards = so.ShardOrder()
 		}
 		dist.Order = OrderOf(cfg.Source)
+		dist.Weights = WeightsOf(cfg.Source)
 		if err := dist.Validate(); err != nil {
 			errs = append(errs, strings.TrimPrefix(err.Error(), "sampler: "))
 		}
-		if cfg.Start.Offset > dist.N {
-			errs = append(errs, fmt.Sprintf("start offset %d is past the dataset's %d samples", cfg.Start.Offset, dist.N))
+		if cfg.Start.Offset > dist.EpochLen() {
+			errs = append(errs, fmt.Sprintf("start offset %d is past the dataset's %d samples", cfg.Start.Offset, dist.EpochLen()))
 		}
 	}
 	if len(errs) > 0 {
@@ -235,6 +240,12 @@ func (l *Loader) setupSlots() error {
 			done: make(chan struct{}, 1)}
 		if l.cfg.WithParams {
 			b.params = make([]sample.Params, bs)
+		}
+		if l.dist.Shuffle && l.dist.Weights != nil {
+			b.keys = make([]int64, bs)
+		}
+		if l.pipe.Mixer() != nil {
+			b.mixTmp = make([]byte, l.outBytes)
 		}
 		l.batches = append(l.batches, b)
 		l.idle = append(l.idle, b)
@@ -418,6 +429,14 @@ func (l *Loader) planAt(p sampler.Position, seq int64) {
 	start := p.Batch * bs
 	n := min(bs, l.plan.Len()-start)
 	b.Indices = l.plan.Fill(b.idx[:n], start)
+	if b.keys != nil && l.plan.Draws() {
+		// A sample drawn twice in an epoch is augmented twice, each draw
+		// keyed by its own entry of the draw list (negative, so that no
+		// key is also a dataset index's).
+		for i := range b.Indices {
+			b.keys[i] = -1 - l.plan.Entry(start+int64(i))
+		}
+	}
 	if l.pf != nil {
 		l.pf.Prefetch(b.Indices)
 	}
@@ -427,7 +446,7 @@ func (l *Loader) planAt(p sampler.Position, seq int64) {
 	}
 	b.Data = b.Slot.Bytes()[:int(n)*l.outBytes]
 	b.Seq, b.Epoch, b.Index, b.Offset = seq, p.Epoch, p.Batch, p.Offset
-	b.assigned, b.err = 0, nil
+	b.assigned, b.err, b.Mix = 0, nil, sample.Mix{}
 	b.busyNs.Store(0)
 	b.pending.Store(int32(n))
 	l.order[(l.ohead+l.olen)%len(l.order)] = b

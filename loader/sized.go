@@ -28,6 +28,15 @@ type SizedSource interface {
 	SampleSized(i int64, scratch []byte, want Scaler) (label int32, pix []byte, dec Decoded, err error)
 }
 
+// VaryingSizeFix says what to do when images of varying size meet a
+// pipeline that takes one size: the chain must resample each image to
+// one size itself (torchvision's transforms for photographs), or the
+// dataset must stretch every image to one size as it decodes it (which
+// changes the aspect ratio, so it is the second choice).
+const VaryingSizeFix = "start augment with resize=N, center_crop=N or random_resized_crop=N " +
+	"(e.g. random_resized_crop=224,flip=0.5,normalize=imagenet,out=f32:chw), " +
+	"or open the dataset with ?size=WxH&resize=bilinear to stretch every image to one size"
+
 // Want is what a caller of SampleSized wants of one image, decided from
 // the image's full size alone: plain data, for the source to act on.
 type Want struct {
@@ -96,7 +105,7 @@ type sizedReader struct {
 // again for the size the source reports (params).
 type sizedWant struct {
 	l          *Loader
-	epoch, idx int64 // the planned sample: substitutes are augmented as it
+	epoch, idx int64 // the planned sample's augmentation key (fillOne): substitutes are augmented as it
 	h, w       int   // the size prm was drawn for; 0 before any
 	prm        sample.Params
 }

@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/loaderd/loaderd/augment"
+	"github.com/loaderd/loaderd/sampler"
 )
 
 // Source turns a dataset index into a label and the pixels of one image.
@@ -102,7 +103,7 @@ func Formats() []string {
 // "cifar:data/cifar-10-batches-bin" or "synthetic:50000", with the opener
 // a format's package registered. A bare FORMAT (such as "synthetic")
 // passes an empty path. Options are the format's own (see each format's
-// package), plus two every format takes:
+// package), plus those every format takes:
 //
 //	holdout=K     set aside the last K samples of each class (see Split),
 //	holdout=F     or, 0 < F < 1, that fraction of each (SplitFraction)
@@ -111,6 +112,13 @@ func Formats() []string {
 //	              index (sampler.Torch; see OrderOf); order=torch:legacy
 //	              as torch releases before 2025 did; order=uniform is
 //	              loaderd's own order, the default
+//	sampler=balanced
+//	              a shuffling stream draws samples with replacement,
+//	              every class equally often (weight 1/class size), or
+//	sampler=weighted:FILE
+//	              each sample by its weight in FILE: text, one number a
+//	              line, or a 1-D float32/float64 .npy (see WeightsOf)
+//	samples=K     with sampler=: K draws per epoch (default: the size)
 //
 // On error the Source is nil, whatever the opener returned with it.
 func Open(spec string) (Source, error) {
@@ -122,6 +130,10 @@ func Open(spec string) (Source, error) {
 		return nil, fmt.Errorf("loader: %q: %w %q (known: %s)", spec, ErrUnknownFormat, format, strings.Join(Formats(), ", "))
 	}
 	rest, order := takeOrder(rest)
+	rest, samp, err := takeSampler(rest)
+	if err != nil {
+		return nil, fmt.Errorf("loader: %q: %w", spec, err)
+	}
 	rest, hold, val, err := splitOptions(rest)
 	if err != nil {
 		return nil, fmt.Errorf("loader: %q: %w", spec, err)
@@ -133,7 +145,7 @@ func Open(spec string) (Source, error) {
 		return nil, err
 	}
 	if hold.k == 0 && hold.frac == 0 {
-		return withOrder(src, order), nil
+		return finishOpen(spec, src, order, samp)
 	}
 	part, err := guardOpen(func() (Source, error) {
 		if hold.frac > 0 {
@@ -145,7 +157,17 @@ func Open(spec string) (Source, error) {
 		src.Close()
 		return nil, err
 	}
-	return withOrder(part, order), nil
+	return finishOpen(spec, part, order, samp)
+}
+
+// finishOpen wraps an opened source in its sampler and order; on error it
+// closes src.
+func finishOpen(spec string, src Source, order sampler.Order, samp samplerOption) (Source, error) {
+	src, err := withSampler(src, order, samp)
+	if err != nil {
+		return nil, fmt.Errorf("loader: %q: %w", spec, err)
+	}
+	return withOrder(src, order), nil
 }
 
 // holdoutOption is holdout=: k samples per class, or a fraction of each.

@@ -210,6 +210,22 @@ func (e Epoch) At(pos int64) int64 {
 	return e.index(e.global(pos))
 }
 
+// Draws reports whether the plan is weighted draws with replacement
+// (Distributed.Weights), in which one dataset index may come up at
+// several positions of an epoch.
+func (e Epoch) Draws() bool { return e.weights != nil }
+
+// Entry returns which entry of the epoch's list rank-local position pos
+// takes (reduced mod the list's length, as padding wraps), or -1 when
+// pos is outside [0, Len()). For draws it tells repeats of one index
+// apart: the loader keys their augmentation by it.
+func (e Epoch) Entry(pos int64) int64 {
+	if pos < 0 || pos >= e.len {
+		return -1
+	}
+	return int64(e.global(pos))
+}
+
 // global returns the order position of rank-local position pos, reduced
 // mod N. No overflow: off ≤ N ≤ 2^62 and rank + pos·world < 2N.
 func (e Epoch) global(pos int64) uint64 {

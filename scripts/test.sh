@@ -91,7 +91,7 @@ fuzz() {
   done
 }
 # MODULE:PACKAGE, the package relative to its module.
-for at in .:./loader/imagedec/ .:./loader/format/tar/ .:./loader/format/arrow/ .:./loader/format/parquet/ \
+for at in .:./loader/ .:./loader/imagedec/ .:./loader/format/tar/ .:./loader/format/arrow/ .:./loader/format/parquet/ \
   .:./loader/imagedec/jpegx/ client:./wire/; do
   mod=${at%%:*} pkg=${at#*:}
   targets=$(cd "$mod" && go test -list '^Fuzz' "$pkg" | grep '^Fuzz' || true)

@@ -72,6 +72,17 @@ type Batch struct {
 	// batch carried them (it does iff Open.include_params).
 	Params    Params
 	HasParams bool
+	// Mix is the batch's mixup or cutmix record, HasMix whether it carried
+	// one (it does iff StreamHeader.batch_mix).
+	Mix    Mix
+	HasMix bool
+}
+
+// Mix is a loaderd.v1.MixRecord.
+type Mix struct {
+	Kind                                 pb.MixKind
+	Lam                                  float64
+	BoxTop, BoxLeft, BoxHeight, BoxWidth int32
 }
 
 // ShmRef is a loaderd.v1.ShmRef: where a batch's tensor lies in the
@@ -289,7 +300,7 @@ func (d *Decoder) batchField(b *Batch, num protowire.Number, typ protowire.Type,
 			b.Data = noBytes
 		}
 		return true, r.copyTo(b.Data)
-	case BatchIndices, BatchLabels, BatchShape, BatchShm, BatchParams:
+	case BatchIndices, BatchLabels, BatchShape, BatchShm, BatchParams, BatchMix:
 	default:
 		return false, nil
 	}
@@ -313,6 +324,9 @@ func (d *Decoder) batchField(b *Batch, num protowire.Number, typ protowire.Type,
 	case BatchParams:
 		b.HasParams = true
 		return true, b.Params.decode(v)
+	case BatchMix:
+		b.HasMix = true // a second mix field merges into the first
+		return true, b.Mix.decode(v)
 	}
 	if !ok {
 		return true, malformed("packed field %d", num)
@@ -408,6 +422,40 @@ func (s *ShmRef) decode(b []byte) error {
 			s.Offset = int64(f.v)
 		case ShmLength:
 			s.Length = int64(f.v)
+		}
+	}
+	return nil
+}
+
+// decode merges a MixRecord message into m. A field with another wire
+// type than its own, or unknown, is skipped.
+func (m *Mix) decode(b []byte) error {
+	for len(b) > 0 {
+		f, n, err := consumeField(b)
+		if err != nil {
+			return err
+		}
+		b = b[n:]
+		if f.num == MixLam {
+			if f.typ == protowire.Fixed64Type {
+				m.Lam = math.Float64frombits(f.v)
+			}
+			continue
+		}
+		if f.typ != protowire.VarintType {
+			continue
+		}
+		switch f.num {
+		case MixKind:
+			m.Kind = pb.MixKind(int32(f.v))
+		case MixBoxTop:
+			m.BoxTop = int32(f.v)
+		case MixBoxLeft:
+			m.BoxLeft = int32(f.v)
+		case MixBoxHeight:
+			m.BoxHeight = int32(f.v)
+		case MixBoxWidth:
+			m.BoxWidth = int32(f.v)
 		}
 	}
 	return nil

@@ -81,6 +81,10 @@ func asProto(d *Decoder) *pb.StreamReply {
 			Magnitude: p.Magnitude, Erased: p.Erased, EraseTop: p.EraseTop, EraseLeft: p.EraseLeft,
 			EraseHeight: p.EraseHeight, EraseWidth: p.EraseWidth, EraseNoise: p.EraseNoise}
 	}
+	if b.HasMix {
+		m := &b.Mix
+		out.Mix = &pb.MixRecord{Kind: m.Kind, Lam: m.Lam, BoxTop: m.BoxTop, BoxLeft: m.BoxLeft, BoxHeight: m.BoxHeight, BoxWidth: m.BoxWidth}
+	}
 	return &pb.StreamReply{Msg: &pb.StreamReply_Batch{Batch: out}}
 }
 
@@ -91,7 +95,8 @@ func dirty() *Batch {
 		Params: Params{Top: []int32{9}, Left: []int32{9}, Flip: []bool{true}, Height: []int32{9}, Width: []int32{9},
 			JitterOrder: []uint32{9}, Jitter: []float32{9}, Gray: []bool{true}, Sigma: []float32{9}, NumOps: []uint32{9},
 			Op: []uint32{9}, Magnitude: []float32{9}, Erased: []bool{true}, EraseTop: []int32{9}, EraseLeft: []int32{9},
-			EraseHeight: []int32{9}, EraseWidth: []int32{9}, EraseNoise: []uint64{9}}, HasParams: true}
+			EraseHeight: []int32{9}, EraseWidth: []int32{9}, EraseNoise: []uint64{9}}, HasParams: true,
+		Mix: Mix{Kind: 9, Lam: 9, BoxTop: 9}, HasMix: true}
 }
 
 func mustMarshal(m proto.Message) []byte {
@@ -168,7 +173,8 @@ func messages(tensorSize int) map[string][]byte {
 			Gray:        []bool{false, true, true, false}, Sigma: []float32{0.1, 2, 1.5, 0},
 			NumOps: []uint32{2, 0, 1, 4}, Op: []uint32{1, 14, 10, 0, 5, 5, 13}, Magnitude: []float32{-0.3, 0, 4, 0, -30, 30, 0},
 			Erased: []bool{true, false, true, true}, EraseTop: []int32{1, 0, 7, 0}, EraseLeft: []int32{2, 0, 0, 31},
-			EraseHeight: []int32{10, 0, 0, 1}, EraseWidth: []int32{3, 0, 5, 1}, EraseNoise: []uint64{0, 0, 1 << 63, 12345}}}
+			EraseHeight: []int32{10, 0, 0, 1}, EraseWidth: []int32{3, 0, 5, 1}, EraseNoise: []uint64{0, 0, 1 << 63, 12345}},
+		Mix: &pb.MixRecord{Kind: pb.MixKind_MIX_KIND_CUTMIX, Lam: 0.71875, BoxTop: 3, BoxLeft: 30, BoxHeight: 9, BoxWidth: 2}}
 	inline := proto.CloneOf(full)
 	inline.Tensor = &pb.Batch_Data{Data: tensor}
 	shm := proto.CloneOf(full)
@@ -203,6 +209,10 @@ func messages(tensorSize int) map[string][]byte {
 			fld(nil, ParamsEraseWidth, protowire.BytesType, packed(7, 8)),
 			fld(nil, ParamsEraseNoise, protowire.Fixed64Type, uint64(1)<<60),
 			fld(nil, ParamsEraseNoise, protowire.BytesType, protowire.AppendFixed64(nil, 99)))),
+		fld(nil, BatchMix, protowire.BytesType, cat(fld(nil, MixKind, protowire.VarintType, 1),
+			fld(nil, MixLam, protowire.Fixed64Type, math.Float64bits(0.25)), fld(nil, MixBoxTop, protowire.VarintType, 2))),
+		fld(nil, BatchMix, protowire.BytesType, cat(fld(nil, MixLam, protowire.VarintType, 7), // wrong type: skipped
+			fld(nil, MixBoxWidth, protowire.VarintType, uint64(math.MaxUint64)))),
 		fld(nil, BatchData, protowire.BytesType, []byte("abc")))
 	unknown := cat(
 		fld(nil, 3, protowire.VarintType, 1), fld(nil, 4, protowire.Fixed32Type, uint64(5)),

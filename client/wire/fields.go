@@ -21,6 +21,7 @@ const (
 	BatchData     protowire.Number = 9  // Batch.data (inline tensor)
 	BatchShm      protowire.Number = 10 // Batch.shm
 	BatchParams   protowire.Number = 11 // Batch.params
+	BatchMix      protowire.Number = 12 // Batch.mix
 	ShmSlot       protowire.Number = 1  // ShmRef.slot
 	ShmGeneration protowire.Number = 2  // ShmRef.generation
 	ShmOffset     protowire.Number = 3  // ShmRef.offset
@@ -44,4 +45,11 @@ const (
 	ParamsEraseHeight protowire.Number = 16 // AugmentParams.erase_height
 	ParamsEraseWidth  protowire.Number = 17 // AugmentParams.erase_width
 	ParamsEraseNoise  protowire.Number = 18 // AugmentParams.erase_noise
+
+	MixKind      protowire.Number = 1 // MixRecord.kind
+	MixLam       protowire.Number = 2 // MixRecord.lam
+	MixBoxTop    protowire.Number = 3 // MixRecord.box_top
+	MixBoxLeft   protowire.Number = 4 // MixRecord.box_left
+	MixBoxHeight protowire.Number = 5 // MixRecord.box_height
+	MixBoxWidth  protowire.Number = 6 // MixRecord.box_width
 )

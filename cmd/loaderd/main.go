@@ -29,7 +29,9 @@ commands:
 
 Formats: cifar:PATH, synthetic[:N], folder:DIR, tar:FILE|DIR|GLOB, arrow:PATH, parquet:PATH;
 options follow '?', and every format takes ?holdout=K&part=train|val (K per class, or a fraction 0<K<1)
-and ?order=torch (shuffle exactly as PyTorch's DistributedSampler, seed for seed, epoch for epoch).
+and ?order=torch (shuffle exactly as PyTorch's DistributedSampler, seed for seed, epoch for epoch),
+or ?sampler=balanced|weighted:FILE&samples=K (draw with replacement, every class equally often or
+by per-sample weights, as PyTorch's WeightedRandomSampler).
 
 Run 'loaderd <command> -h' for a command's flags.
 `

@@ -63,8 +63,8 @@ func (s *Server) validate(o *pb.Open) (*plan, error) {
 	if o.GetStartEpoch() < 0 || o.GetStartBatch() < 0 || o.GetEpochs() < 0 {
 		bad = append(bad, fmt.Sprintf("negative start epoch, start batch or epochs (%d, %d, %d)", o.GetStartEpoch(), o.GetStartBatch(), o.GetEpochs()))
 	}
-	if n := ds.Source.Len(); o.GetStartOffset() < 0 || o.GetStartOffset() > n {
-		bad = append(bad, fmt.Sprintf("start offset %d (want 0..%d, the dataset's size)", o.GetStartOffset(), n))
+	if n := epochSamples(ds.Source); o.GetStartOffset() < 0 || o.GetStartOffset() > n {
+		bad = append(bad, fmt.Sprintf("start offset %d (want 0..%d, the entries of an epoch)", o.GetStartOffset(), n))
 	}
 	inFlight := int(o.GetMaxInFlight())
 	if inFlight == 0 {
@@ -87,6 +87,9 @@ func (s *Server) validate(o *pb.Open) (*plan, error) {
 	}
 	if err != nil {
 		bad = append(bad, strings.TrimPrefix(err.Error(), "augment: "))
+	}
+	if pipe != nil && pipe.Mixer() != nil && len(ds.Source.Classes()) == 0 {
+		bad = append(bad, fmt.Sprintf("mixup and cutmix make soft labels over the dataset's classes, and dataset %q names none", ds.Name))
 	}
 	shm := o.GetTransport() == pb.Transport_TRANSPORT_SHM
 	if pipe != nil && bs > 0 && !shm && int64(bs)*int64(pipe.Out().Bytes()) > wire.MaxBatchBytes {
@@ -129,6 +132,12 @@ func buildPipeline(ds *Dataset, o *pb.Open) (*augment.Pipeline, error) {
 	if err != nil {
 		return nil, err
 	}
+	if in := ds.Source.Spec(); in.H == 0 && in.W == 0 && !opensWithResample(ops) {
+		// Said here, before NewPipelineAs refuses the 0×0 input in its
+		// own terms, with what to do about it.
+		return nil, fmt.Errorf("dataset %q has images of varying size (size=any, or without size= when its first images differ) "+
+			"and augment %q takes one size: %s", ds.Name, spec, loader.VaryingSizeFix)
+	}
 	// sample's dtype and layout are bytes: a value past 255 would wrap.
 	want := augment.Output{DType: sample.DType(o.GetDtype()), Layout: sample.Layout(o.GetLayout())}
 	if int32(want.DType) != int32(o.GetDtype()) {
@@ -153,6 +162,7 @@ func header(p *plan, l *loader.Loader, tr transport) *pb.StreamHeader {
 	out := p.pipe.Out()
 	h := &pb.StreamHeader{
 		DatasetSize:     p.ds.Source.Len(),
+		EpochSamples:    l.Sampler().EpochLen(),
 		SamplesPerEpoch: l.Sampler().NumSamples(),
 		BatchesPerEpoch: l.BatchesPerEpoch(),
 		BatchSize:       int32(p.cfg.BatchSize),
@@ -165,6 +175,8 @@ func header(p *plan, l *loader.Loader, tr transport) *pb.StreamHeader {
 		StartBatch:      p.cfg.Start.Batch,
 		StartOffset:     p.cfg.Start.Offset,
 		OnDemand:        p.cfg.OnDemand,
+		NumClasses:      int32(len(p.ds.Source.Classes())),
+		BatchMix:        p.pipe.Mixer() != nil,
 	}
 	for _, d := range out.Shape() {
 		h.SampleShape = append(h.SampleShape, int64(d))
@@ -178,4 +190,28 @@ func header(p *plan, l *loader.Loader, tr transport) *pb.StreamHeader {
 	h.Fingerprint = p.ds.fingerprintWait()
 	tr.describe(h)
 	return h
+}
+
+// opensWithResample reports whether ops open with a geometric op
+// (resize, center_crop, random_resized_crop), the chains that take
+// images of any size.
+func opensWithResample(ops []augment.Op) bool {
+	if len(ops) == 0 {
+		return false
+	}
+	switch ops[0].(type) {
+	case augment.Resize, augment.CenterCrop, augment.RandomResizedCrop,
+		*augment.Resize, *augment.CenterCrop, *augment.RandomResizedCrop:
+		return true
+	}
+	return false
+}
+
+// epochSamples is the length of an epoch's list for src's streams: the
+// weighted sampler's draws (samples=K) where it has one, else its size.
+func epochSamples(src loader.Source) int64 {
+	if w := loader.WeightsOf(src); w != nil {
+		return w.Samples()
+	}
+	return src.Len()
 }

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -107,6 +108,12 @@ func Run(ctx context.Context, c Config, log *slog.Logger, ready func(addrs []str
 	})
 	for _, d := range datasets {
 		log.Info("dataset", "name", d.Name, "source", d.Source.String(), "samples", d.Source.Len(), "augment", d.Augment)
+		if sp := d.Source.Spec(); sp.H == 0 && sp.W == 0 && !strings.Contains(strings.ToLower(d.Spec), "size=any") {
+			// Said once, so that a user who declared no size learns why the
+			// default augment is ImageNet's (imagedec.NewSource's probe).
+			log.Info("dataset images vary in size: served as with size=any (each image at its own size; "+
+				"a stream's augment must start with resize, center_crop or random_resized_crop)", "name", d.Name)
+		}
 	}
 	log.Info("serving", "addrs", addrs, "workers", c.PoolWorkers(), "workers_auto", c.AutoWorkers, "memory_limit", bytesize.Format(c.MemoryLimit),
 		"nofile_soft", nofile, "nofile_hard", nofileMax)

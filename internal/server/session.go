@@ -340,6 +340,11 @@ func batchMessage(p *plan, b *loader.Batch) *pb.Batch {
 		}
 		msg.Params = pr
 	}
+	if p.pipe.Mixer() != nil { // every batch says how it was mixed
+		m := b.Mix
+		msg.Mix = &pb.MixRecord{Kind: pb.MixKind(m.Kind), Lam: m.Lambda,
+			BoxTop: m.Box.Y, BoxLeft: m.Box.X, BoxHeight: m.Box.H, BoxWidth: m.Box.W}
+	}
 	return msg
 }
 

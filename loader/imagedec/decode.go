@@ -249,7 +249,7 @@ func (d *Decoder) Decode(data []byte, dst []byte) (err error) {
 		return toRGB(dst[:d.H*d.W*3], img)
 	}
 	if !d.Resize || b.Empty() {
-		return fmt.Errorf("%w: %s frame is %dx%d, want %dx%d", ErrSize, cfg.Format, b.Dx(), b.Dy(), d.W, d.H)
+		return fmt.Errorf("%w: %s frame is %dx%d, want %dx%d (%s)", ErrSize, cfg.Format, b.Dx(), b.Dy(), d.W, d.H, sizeFix)
 	}
 	native := d.nativeBuf(b.Dx() * b.Dy() * 3)
 	if err := toRGB(native, img); err != nil {
@@ -258,6 +258,15 @@ func (d *Decoder) Decode(data []byte, dst []byte) (err error) {
 	d.rs.resize(dst[:d.H*d.W*3], native, b.Dy(), b.Dx(), d.H, d.W)
 	return nil
 }
+
+// sizeFix is what an image of another size than the dataset's asks of
+// the user. The dataset's size came from size= or from its first images
+// (Source's probe found them alike), so the images vary: size=any serves
+// each at its own size to a chain that opens with a resize or crop, as
+// torchvision's ImageFolder would; resize=bilinear stretches instead.
+const sizeFix = "the images vary in size: open the dataset with ?size=any, each image at its own size, " +
+	"and start augment with resize=N, center_crop=N or random_resized_crop=N; " +
+	"or with ?size=WxH&resize=bilinear to stretch every image to one size"
 
 // check refuses an image whose header declares the wrong size.
 func (d *Decoder) check(cfg Config) error {
@@ -272,7 +281,7 @@ func (d *Decoder) check(cfg Config) error {
 		return fmt.Errorf("%w: %s header declares %dx%d, over %d pixels", ErrTooLarge, cfg.Format, cfg.Width, cfg.Height, limit)
 	}
 	if !d.Resize && (cfg.Width != d.W || cfg.Height != d.H) {
-		return fmt.Errorf("%w: %s is %dx%d, want %dx%d (declare resize=bilinear to stretch it)", ErrSize, cfg.Format, cfg.Width, cfg.Height, d.W, d.H)
+		return fmt.Errorf("%w: %s is %dx%d, want %dx%d (%s)", ErrSize, cfg.Format, cfg.Width, cfg.Height, d.W, d.H, sizeFix)
 	}
 	return nil
 }

@@ -17,13 +17,18 @@ type RecordDigester interface {
 
 // Digest implements loader.Digester: the options that change the pixels
 // decoded from the same bytes (resize=, the limits that refuse an image,
-// the JPEG decoder, whose IDCTs differ), then the records' digest.
+// the JPEG decoder, whose IDCTs differ; exact=, which forbids scaled
+// IDCTs), then the records' digest.
 func (s *Source) Digest(h hash.Hash) error {
 	loader.DigestString(h, "imagedec")
 	loader.DigestBool(h, s.opt.Resize)
 	loader.DigestInt(h, s.pool.MaxPixels())
 	loader.DigestInt(h, s.maxBytes)
 	loader.DigestString(h, s.pool.Backend().String())
+	if s.opt.Exact {
+		// Only when set, so that every other dataset keeps its fingerprint.
+		loader.DigestString(h, "exact=torchvision")
+	}
 	if rd, ok := s.recs.(RecordDigester); ok {
 		return rd.DigestRecords(h)
 	}

@@ -1,6 +1,7 @@
 package imagedec
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"strconv"
@@ -15,11 +16,27 @@ import (
 type Options struct {
 	Format, Path string // the source is FORMAT:PATH; errors about an index name PATH
 	// H and W are every image's size (size=); 0 when size= is absent
-	// (the first image's size, read at NewSource) or with AnySize.
+	// (NewSource probes the first images: see ProbeRecords) or with
+	// AnySize.
 	H, W int
 	// AnySize (size=any): each image at its own size, a loader.SizedSource.
-	AnySize   bool
-	MaxPixels int64 // the most pixels a header may declare; 0: DefaultMaxPixels
+	AnySize bool
+	// MaxPixels is the most pixels a header may declare; 0: the default,
+	// DefaultMaxPixels, or AnySizeMaxPixels for images of varying size
+	// (AnySize, or implied by the probe).
+	MaxPixels int64
+	// Exact (exact=torchvision) turns off every decode that gives other
+	// pixels than PIL's full decode: a JPEG is never decoded at a DCT
+	// scale (loader.Want's Scale is ignored), so a stream's resize and
+	// random resized crop read the full-size pixels torchvision does.
+	// Decoding only a random resized crop's box stays: its pixels are
+	// the full decode's.
+	Exact bool
+	// Probe is how many records NewSource reads the size of when H and
+	// W are 0 and not AnySize; 0: ProbeRecords. A format whose every
+	// record costs a request (tar's s3:// members) sets 1: the first
+	// image's size, and size=any must be said.
+	Probe int
 	// MaxBytes bounds one encoded image, checked before it is read (or,
 	// where its size is not known before, by the format as it reads);
 	// 0: DefaultMaxBytes.
@@ -61,8 +78,8 @@ type Records interface {
 type Hold interface{ Release() }
 
 // ErrNull is the error of a record that holds no image (a null cell of a
-// table): a corrupt record. A dataset without size= takes the size of
-// its first record that is not null.
+// table): a corrupt record. A dataset without size= probes the sizes of
+// its first records that are not null.
 var ErrNull = fmt.Errorf("%w: null image", loader.ErrCorrupt)
 
 // TooLarge is the error for an encoded image of size bytes over limit.
@@ -91,48 +108,93 @@ type Source struct {
 	classes  int // len(Classes()): labels at or over it are refused
 }
 
+// ProbeRecords is how many records NewSource reads the headers of when
+// a dataset declares no size: the first ProbeRecords that are not null.
+// The dataset is opened before any stream says its pipeline, so the
+// choice is made there, once, from what a few headers cost (a photograph
+// collection differs within its first images; reading every header of a
+// million-image tar at open would not be cheap).
+const ProbeRecords = 32
+
 // NewSource returns the Source of recs. When opt gives no size and not
-// AnySize, it reads the size of the first record that is not null.
+// AnySize, it reads the headers of the first ProbeRecords records that
+// are not null: if their sizes all agree (CIFAR or Tiny ImageNet as
+// JPEGs), that is every image's size; if they differ (a folder or tar of
+// photographs), the dataset is of varying size as with size=any, each
+// image served at its own size to a pipeline that opens with resize,
+// center_crop or random_resized_crop. resize=bilinear keeps the first
+// image's size and stretches the others to it.
 func NewSource(recs Records, opt Options) (*Source, error) {
 	s := &Source{recs: recs, opt: opt, maxBytes: opt.MaxBytes, classes: len(recs.Classes())}
 	if s.maxBytes <= 0 {
 		s.maxBytes = DefaultMaxBytes
 	}
-	maxPx := opt.MaxPixels
-	if maxPx <= 0 {
-		maxPx = DefaultMaxPixels
-	}
 	h, w := opt.H, opt.W
-	if opt.AnySize {
-		h, w = 0, 0
-	} else if h == 0 {
+	if !opt.AnySize && h == 0 {
+		var varying bool
 		var err error
-		if h, w, err = s.firstSize(maxPx); err != nil {
+		if h, w, varying, err = s.probeSize(cmp.Or(opt.MaxPixels, DefaultMaxPixels)); err != nil {
 			return nil, err
 		}
+		if varying && !opt.Resize {
+			s.opt.AnySize = true
+		}
+	}
+	if s.opt.AnySize {
+		h, w = 0, 0
+	}
+	maxPx := opt.MaxPixels
+	switch {
+	case maxPx > 0:
+	case s.opt.AnySize:
+		maxPx = AnySizeMaxPixels // a worker's scratch holds one
+	default:
+		maxPx = DefaultMaxPixels
 	}
 	s.pool = NewPool(h, w, maxPx, opt.Resize).WithBackend(opt.Backend)
 	return s, nil
 }
 
-// firstSize reads the size of the first record that is not null.
-func (s *Source) firstSize(maxPx int64) (int, int, error) {
-	for i := range s.recs.Len() {
+// probeSize reads the size of the first record that is not null, and
+// reports whether any of the next records, up to ProbeRecords (or
+// opt.Probe) in all, differs from it. Only the first record's errors
+// fail the open, as before the probe: a later bad record is skipped here
+// and is its sample's error (which --on-error skip may skip).
+func (s *Source) probeSize(maxPx int64) (h, w int, varying bool, err error) {
+	limit := s.opt.Probe
+	if limit <= 0 {
+		limit = ProbeRecords
+	}
+	seen := 0
+	for i := int64(0); i < s.recs.Len() && seen < limit && !varying; i++ {
 		data, hold, err := s.encoded(i)
 		if errors.Is(err, ErrNull) {
 			continue
 		}
-		if err != nil {
-			return 0, 0, err
+		if err != nil && seen > 0 {
+			continue
 		}
-		h, w, err := Size(data, maxPx)
+		if err != nil {
+			return 0, 0, false, err
+		}
+		hi, wi, err := Size(data, maxPx)
 		release(hold)
-		if err != nil {
-			return 0, 0, s.recordError(i, err)
+		if err != nil && seen > 0 {
+			continue
 		}
-		return h, w, nil
+		if err != nil {
+			return 0, 0, false, s.recordError(i, err)
+		}
+		if seen == 0 {
+			h, w = hi, wi
+		}
+		varying = hi != h || wi != w
+		seen++
 	}
-	return 0, 0, &loader.RecordError{File: s.opt.Path, Record: -1, Err: fmt.Errorf("%w: every image is null", loader.ErrCorrupt)}
+	if seen == 0 {
+		return 0, 0, false, &loader.RecordError{File: s.opt.Path, Record: -1, Err: fmt.Errorf("%w: every image is null", loader.ErrCorrupt)}
+	}
+	return h, w, varying, nil
 }
 
 // Len returns the number of records.
@@ -210,6 +272,9 @@ func (s *Source) SampleSized(i int64, scratch []byte, want loader.Scaler) (int32
 		var ask loader.Want
 		if want != nil {
 			ask = want.Want(h, w)
+		}
+		if s.opt.Exact {
+			ask.Scale = 1 // exact=torchvision: PIL's full-size pixels
 		}
 		dec, err = d.decodeSizedAt(data, scratch, h, w, ask)
 	}

@@ -15,7 +15,8 @@
 //     Hugging Face's struct<bytes: binary, path: string>. A sample's bytes
 //     are a view of the mapping, decoded by loader/imagedec into the
 //     worker's scratch as the tar format decodes its members: at one size
-//     (size=WxH, else the first image's), or with size=any each at its own
+//     (size=WxH, else the first image's when the first images agree), or
+//     with size=any (implied when they differ) each at its own
 //     (a loader.SizedSource); class names from loaderd.classes, else the
 //     labels.
 //
@@ -27,8 +28,8 @@
 //	label=COLUMN                    default label
 //	size=WxH                        raw: the shape when the metadata has none;
 //	                                encoded: as for loader/format/folder
-//	size=any, maxpixels=N, resize=bilinear, maxbytes=N, decoder=turbo|go
-//	                                encoded images only, as for loader/format/tar
+//	size=any, maxpixels=N, resize=bilinear, maxbytes=N, decoder=turbo|go,
+//	exact=torchvision               encoded images only, as for loader/format/tar
 //
 // Import it for its side effect, as image/png is imported, to make the
 // format known to loader.Open. Its sources are safe for concurrent use and

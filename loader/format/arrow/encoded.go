@@ -23,7 +23,7 @@ import (
 // its own (a loader.SizedSource).
 
 // encodedKeys are the options only encoded images take.
-var encodedKeys = []string{"image", "maxpixels", "resize", "maxbytes", "decoder"}
+var encodedKeys = []string{"image", "maxpixels", "resize", "maxbytes", "decoder", "exact"}
 
 // openAny opens the files named by spec as raw pixels or as encoded
 // images, as the first file's image column's type says.
@@ -142,7 +142,7 @@ func openEncoded(o *options.Options, files []string, col string) (*encSource, er
 	if err := a.mapAll(files, func(k int) error { return a.index(k, col, label) }); err != nil {
 		return nil, err
 	}
-	if a.Source, err = imagedec.NewSource(a, opt); err != nil { // without size=, reads the first image's
+	if a.Source, err = imagedec.NewSource(a, opt); err != nil { // without size=, probes the first images
 		a.Close()
 		return nil, err
 	}

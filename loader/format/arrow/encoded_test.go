@@ -162,25 +162,34 @@ func TestArrowEncodedSized(t *testing.T) {
 	}
 }
 
-// TestArrowEncodedFixed: without size=any an encoded file has one size,
-// size= or the first image's, as the tar format; resize=bilinear
-// stretches the others.
+// TestArrowEncodedFixed: with size=WxH an encoded file has one size, as
+// the tar format, and an image of another size is an error that names
+// size=any; without size= images that differ imply size=any;
+// resize=bilinear stretches the others.
 func TestArrowEncodedFixed(t *testing.T) {
 	imgs := loadertest.VaryingJPEGs(t)
 	dir := t.TempDir()
 	path := filepath.Join(dir, "v.arrow")
 	writeEncoded(t, path, "image", "binary", imgs, nil, nil)
 	loadertest.WriteVaryingTar(t, filepath.Join(dir, "v.tar"), imgs)
-	src, err := loader.Open("arrow:" + path + "?decoder=go")
+	src, err := loader.Open("arrow:" + path + "?size=48x64&decoder=go")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer src.Close()
 	if s := src.Spec(); s.H != 64 || s.W != 48 {
-		t.Fatalf("spec %v, want the first image's 48x64", s)
+		t.Fatalf("spec %v, want size=48x64", s)
 	}
-	if _, _, err := src.Sample(1, make([]byte, src.Spec().Bytes())); !errors.Is(err, imagedec.ErrSize) {
-		t.Errorf("an image of another size: %v, want ErrSize", err)
+	if _, _, err := src.Sample(1, make([]byte, src.Spec().Bytes())); !errors.Is(err, imagedec.ErrSize) || !strings.Contains(err.Error(), "?size=any") {
+		t.Errorf("an image of another size: %v, want ErrSize naming ?size=any", err)
+	}
+	implied, err := loader.Open("arrow:" + path + "?decoder=go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer implied.Close()
+	if s := implied.Spec(); s.H != 0 || s.W != 0 || !loader.Caps(implied).Has(loader.CapSized) {
+		t.Errorf("without size=: spec %v, caps %v, want images of varying size (size=any implied)", s, loader.Caps(implied))
 	}
 	src2, err := loader.Open("arrow:" + path + "?size=16x12&resize=bilinear&decoder=go")
 	if err != nil {

@@ -10,11 +10,15 @@
 // a device or a socket is an error naming it (loader.ErrNotRegular), and
 // never blocks a worker. Options:
 //
-//	size=WxH          the dataset's image size; default: the first image's
+//	size=WxH          the dataset's image size; default: the first image's,
+//	                  when the first 32 agree (imagedec.ProbeRecords), else
+//	                  size=any is implied
 //	size=any          images of varying size, each kept at its own (a
 //	                  loader.SizedSource, for a pipeline opening with resize
 //	                  or crop ops); JPEGs decode at the DCT scale the ops
 //	                  allow; maxpixels then defaults to 16 Mpx
+//	exact=torchvision never decode at a DCT scale: the crops are
+//	                  torchvision's bytes, at the full decode's cost
 //	maxpixels=N       refuse images declaring more pixels (default 64 Mpx)
 //	maxbytes=N        refuse image files of more bytes, before reading
 //	                  them (default 64 MiB)

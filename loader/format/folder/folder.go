@@ -47,7 +47,7 @@ type source struct {
 
 // open indexes the folder named by spec, "ROOT[?OPTIONS]".
 func open(spec string) (*source, error) {
-	o, err := options.Parse("folder", spec, "size", "maxpixels", "resize", "maxbytes", "decoder")
+	o, err := options.Parse("folder", spec, "size", "maxpixels", "resize", "maxbytes", "decoder", "exact")
 	if err != nil {
 		return nil, err
 	}
@@ -59,7 +59,7 @@ func open(spec string) (*source, error) {
 	if err := f.index(); err != nil {
 		return nil, err
 	}
-	if f.Source, err = imagedec.NewSource(f, opt); err != nil { // without size=, reads image 0's
+	if f.Source, err = imagedec.NewSource(f, opt); err != nil { // without size=, probes the first images
 		return nil, err
 	}
 	return f, nil

@@ -20,7 +20,7 @@
 //	                loader.SizedSource, for a pipeline opening with resize
 //	                or crop ops), decoded as loader/format/tar decodes them;
 //	                maxpixels then defaults to 16 Mpx
-//	decoder=turbo|go                                     as for loader/format/folder
+//	decoder=turbo|go, exact=torchvision                  as for loader/format/folder
 //
 // Import it for its side effect, as image/png is imported, to make the
 // format known to loader.Open. Its sources are safe for concurrent use and

@@ -44,7 +44,7 @@ type source struct {
 
 // open reads the files named by spec, "PATH[?OPTIONS]".
 func open(spec string) (*source, error) {
-	o, err := options.Parse("parquet", spec, "image", "label", "size", "maxpixels", "resize", "maxbytes", "decoder")
+	o, err := options.Parse("parquet", spec, "image", "label", "size", "maxpixels", "resize", "maxbytes", "decoder", "exact")
 	if err != nil {
 		return nil, err
 	}
@@ -75,7 +75,7 @@ func open(spec string) (*source, error) {
 			p.classes = append(p.classes, strconv.Itoa(int(i)))
 		}
 	}
-	if p.Source, err = imagedec.NewSource(p, opt); err != nil { // without size=, reads the first image's
+	if p.Source, err = imagedec.NewSource(p, opt); err != nil { // without size=, probes the first images
 		return nil, err
 	}
 	return p, nil

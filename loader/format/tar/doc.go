@@ -27,7 +27,9 @@
 //	                                  opening with resize or crop ops); JPEGs
 //	                                  decode at the DCT scale the ops allow;
 //	                                  maxpixels defaults to 16 Mpx
-//	decoder=turbo|go                  as for loader/format/folder
+//	decoder=turbo|go, exact=torchvision   as for loader/format/folder
+//	                                  (without size=, s3:// shards read only
+//	                                  the first member's size: say size=any)
 //	maxbytes=N                        refuse members of more bytes (default 64 MiB)
 //	layout=folder|webdataset          default: detected
 //	root=DIR                          folder layout: the directory above the classes

@@ -65,7 +65,7 @@ type tarSample struct {
 
 // open indexes the shards named by spec, "PATH[?OPTIONS]".
 func open(spec string) (*source, error) {
-	o, err := options.Parse("tar", spec, "size", "maxpixels", "resize", "maxbytes", "decoder", "layout", "root", "image", "label", "index", "order")
+	o, err := options.Parse("tar", spec, "size", "maxpixels", "resize", "maxbytes", "decoder", "exact", "layout", "root", "image", "label", "index", "order")
 	if err != nil {
 		return nil, err
 	}
@@ -87,6 +87,7 @@ func open(spec string) (*source, error) {
 		err = o.Errorf("index= applies to s3:// shards")
 	case objstore.IsURL(o.Path) && index != "whole":
 		members, err = t.openRemote(o, index)
+		opt.Probe = 1 // each member's header is a GET: size=any must be said
 	default:
 		members, err = t.openLocal(o)
 	}
@@ -134,7 +135,7 @@ func open(spec string) (*source, error) {
 		err = &loader.RecordError{File: o.Path, Record: -1, Err: fmt.Errorf("%w: no image member", loader.ErrEmptyClass)}
 	}
 	if err == nil {
-		t.Source, err = imagedec.NewSource(t, opt) // without size=, reads member 0's
+		t.Source, err = imagedec.NewSource(t, opt) // without size=, probes the first members
 	}
 	if err == nil && window > 0 {
 		t.order, err = sampler.NewShards(t.runs(), window)

@@ -208,6 +208,59 @@ func (Transport) EnumDescriptor() ([]byte, []int) {
 	return file_loaderd_v1_loader_proto_rawDescGZIP(), []int{2}
 }
 
+// MixKind names the batch op that mixed a batch.
+type MixKind int32
+
+const (
+	// Not mixed.
+	MixKind_MIX_KIND_UNSPECIFIED MixKind = 0
+	// torchvision v2's MixUp: sample i is lam * x[i] + (1 - lam) * x[i-1].
+	MixKind_MIX_KIND_MIXUP MixKind = 1
+	// torchvision v2's CutMix: the box of sample i is x[i-1]'s.
+	MixKind_MIX_KIND_CUTMIX MixKind = 2
+)
+
+// Enum value maps for MixKind.
+var (
+	MixKind_name = map[int32]string{
+		0: "MIX_KIND_UNSPECIFIED",
+		1: "MIX_KIND_MIXUP",
+		2: "MIX_KIND_CUTMIX",
+	}
+	MixKind_value = map[string]int32{
+		"MIX_KIND_UNSPECIFIED": 0,
+		"MIX_KIND_MIXUP":       1,
+		"MIX_KIND_CUTMIX":      2,
+	}
+)
+
+func (x MixKind) Enum() *MixKind {
+	p := new(MixKind)
+	*p = x
+	return p
+}
+
+func (x MixKind) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (MixKind) Descriptor() protoreflect.EnumDescriptor {
+	return file_loaderd_v1_loader_proto_enumTypes[3].Descriptor()
+}
+
+func (MixKind) Type() protoreflect.EnumType {
+	return &file_loaderd_v1_loader_proto_enumTypes[3]
+}
+
+func (x MixKind) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use MixKind.Descriptor instead.
+func (MixKind) EnumDescriptor() ([]byte, []int) {
+	return file_loaderd_v1_loader_proto_rawDescGZIP(), []int{3}
+}
+
 // ListDatasetsRequest is empty; fields may be added (filters, paging).
 type ListDatasetsRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -676,7 +729,9 @@ type Open struct {
 	Epochs int64 `protobuf:"varint,11,opt,name=epochs,proto3" json:"epochs,omitempty"`
 	// Augmentation spec parsed by the augment package, e.g.
 	// "crop=32:4,flip=0.5,normalize=cifar10,out=f32:chw". Empty means the
-	// dataset's default_augment.
+	// dataset's default_augment. A spec ending with the batch ops mixup or
+	// cutmix (a float output, not values_on_client) mixes every batch: see
+	// StreamHeader.batch_mix and Batch.mix.
 	Augment string `protobuf:"bytes,12,opt,name=augment,proto3" json:"augment,omitempty"`
 	// Output element type. UNSPECIFIED takes the spec's out=; when both are
 	// set they must agree (INVALID_ARGUMENT otherwise).
@@ -1099,7 +1154,20 @@ type StreamHeader struct {
 	// (its plane under CHW, its position mod C under HWC).
 	ValueTable []byte `protobuf:"bytes,18,opt,name=value_table,json=valueTable,proto3" json:"value_table,omitempty"`
 	// The element type value_table yields: the spec's out= type.
-	ValueDtype    DType `protobuf:"varint,19,opt,name=value_dtype,json=valueDtype,proto3,enum=loaderd.v1.DType" json:"value_dtype,omitempty"`
+	ValueDtype DType `protobuf:"varint,19,opt,name=value_dtype,json=valueDtype,proto3,enum=loaderd.v1.DType" json:"value_dtype,omitempty"`
+	// The dataset's number of classes (Dataset.classes' length): the width
+	// of a mixed batch's soft labels.
+	NumClasses int32 `protobuf:"varint,20,opt,name=num_classes,json=numClasses,proto3" json:"num_classes,omitempty"`
+	// Whether the augment spec ends with batch ops (mixup, cutmix): then
+	// every Batch carries a mix record, and a client derives its soft
+	// labels, float32 [N, num_classes], from it and the labels.
+	BatchMix bool `protobuf:"varint,21,opt,name=batch_mix,json=batchMix,proto3" json:"batch_mix,omitempty"`
+	// Entries in each epoch's list before it is padded or cut and split
+	// over the ranks: dataset_size, or samples=K for a shuffled stream of a
+	// dataset opened with a weighted sampler. Elastic resume offsets
+	// (Open.start_offset) count these entries. 0 from daemons older than
+	// the field: then it is dataset_size.
+	EpochSamples  int64 `protobuf:"varint,22,opt,name=epoch_samples,json=epochSamples,proto3" json:"epoch_samples,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1267,6 +1335,27 @@ func (x *StreamHeader) GetValueDtype() DType {
 	return DType_DTYPE_UNSPECIFIED
 }
 
+func (x *StreamHeader) GetNumClasses() int32 {
+	if x != nil {
+		return x.NumClasses
+	}
+	return 0
+}
+
+func (x *StreamHeader) GetBatchMix() bool {
+	if x != nil {
+		return x.BatchMix
+	}
+	return false
+}
+
+func (x *StreamHeader) GetEpochSamples() int64 {
+	if x != nil {
+		return x.EpochSamples
+	}
+	return 0
+}
+
 // ShmRegion is a shared-memory file the client maps once, read-only
 // (mmap(PROT_READ, MAP_SHARED) of [0, size)), and may register with CUDA
 // (cuMemHostRegister, read-only) so copies to the device are DMA.
@@ -1417,7 +1506,10 @@ type Batch struct {
 	Tensor isBatch_Tensor `protobuf_oneof:"tensor"`
 	// Each sample's random augmentation choices, present iff
 	// Open.include_params.
-	Params        *AugmentParams `protobuf:"bytes,11,opt,name=params,proto3" json:"params,omitempty"`
+	Params *AugmentParams `protobuf:"bytes,11,opt,name=params,proto3" json:"params,omitempty"`
+	// What the batch ops drew for this batch, present iff
+	// StreamHeader.batch_mix. The tensor is already mixed.
+	Mix           *MixRecord `protobuf:"bytes,12,opt,name=mix,proto3" json:"mix,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1540,6 +1632,13 @@ func (x *Batch) GetParams() *AugmentParams {
 	return nil
 }
 
+func (x *Batch) GetMix() *MixRecord {
+	if x != nil {
+		return x.Mix
+	}
+	return nil
+}
+
 type isBatch_Tensor interface {
 	isBatch_Tensor()
 }
@@ -1558,6 +1657,98 @@ type Batch_Shm struct {
 func (*Batch_Data) isBatch_Tensor() {}
 
 func (*Batch_Shm) isBatch_Tensor() {}
+
+// MixRecord is one batch's mixup or cutmix draw. Sample i was mixed with
+// sample i-1, sample 0 with the last (torch's roll(1, 0)); its soft label
+// is lam * one_hot(labels[i]) + (1 - lam) * one_hot(labels[i-1]), computed
+// in float32 with the factors float32(lam) and float32(1 - lam).
+type MixRecord struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Kind  MixKind                `protobuf:"varint,1,opt,name=kind,proto3,enum=loaderd.v1.MixKind" json:"kind,omitempty"`
+	// torchvision's lam: the weight of each sample's own image and label;
+	// for CutMix, 1 - box area / (height * width) of the clipped box.
+	Lam float64 `protobuf:"fixed64,2,opt,name=lam,proto3" json:"lam,omitempty"`
+	// CutMix's box, in output pixels: rows [box_top, box_top + box_height),
+	// columns [box_left, box_left + box_width); zero for MixUp.
+	BoxTop        int32 `protobuf:"varint,3,opt,name=box_top,json=boxTop,proto3" json:"box_top,omitempty"`
+	BoxLeft       int32 `protobuf:"varint,4,opt,name=box_left,json=boxLeft,proto3" json:"box_left,omitempty"`
+	BoxHeight     int32 `protobuf:"varint,5,opt,name=box_height,json=boxHeight,proto3" json:"box_height,omitempty"`
+	BoxWidth      int32 `protobuf:"varint,6,opt,name=box_width,json=boxWidth,proto3" json:"box_width,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MixRecord) Reset() {
+	*x = MixRecord{}
+	mi := &file_loaderd_v1_loader_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MixRecord) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MixRecord) ProtoMessage() {}
+
+func (x *MixRecord) ProtoReflect() protoreflect.Message {
+	mi := &file_loaderd_v1_loader_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MixRecord.ProtoReflect.Descriptor instead.
+func (*MixRecord) Descriptor() ([]byte, []int) {
+	return file_loaderd_v1_loader_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *MixRecord) GetKind() MixKind {
+	if x != nil {
+		return x.Kind
+	}
+	return MixKind_MIX_KIND_UNSPECIFIED
+}
+
+func (x *MixRecord) GetLam() float64 {
+	if x != nil {
+		return x.Lam
+	}
+	return 0
+}
+
+func (x *MixRecord) GetBoxTop() int32 {
+	if x != nil {
+		return x.BoxTop
+	}
+	return 0
+}
+
+func (x *MixRecord) GetBoxLeft() int32 {
+	if x != nil {
+		return x.BoxLeft
+	}
+	return 0
+}
+
+func (x *MixRecord) GetBoxHeight() int32 {
+	if x != nil {
+		return x.BoxHeight
+	}
+	return 0
+}
+
+func (x *MixRecord) GetBoxWidth() int32 {
+	if x != nil {
+		return x.BoxWidth
+	}
+	return 0
+}
 
 // ShmRef locates one batch's tensor in the StreamHeader's ShmRegion.
 type ShmRef struct {
@@ -1578,7 +1769,7 @@ type ShmRef struct {
 
 func (x *ShmRef) Reset() {
 	*x = ShmRef{}
-	mi := &file_loaderd_v1_loader_proto_msgTypes[12]
+	mi := &file_loaderd_v1_loader_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1590,7 +1781,7 @@ func (x *ShmRef) String() string {
 func (*ShmRef) ProtoMessage() {}
 
 func (x *ShmRef) ProtoReflect() protoreflect.Message {
-	mi := &file_loaderd_v1_loader_proto_msgTypes[12]
+	mi := &file_loaderd_v1_loader_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1603,7 +1794,7 @@ func (x *ShmRef) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShmRef.ProtoReflect.Descriptor instead.
 func (*ShmRef) Descriptor() ([]byte, []int) {
-	return file_loaderd_v1_loader_proto_rawDescGZIP(), []int{12}
+	return file_loaderd_v1_loader_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ShmRef) GetSlot() uint32 {
@@ -1699,7 +1890,7 @@ type AugmentParams struct {
 
 func (x *AugmentParams) Reset() {
 	*x = AugmentParams{}
-	mi := &file_loaderd_v1_loader_proto_msgTypes[13]
+	mi := &file_loaderd_v1_loader_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1711,7 +1902,7 @@ func (x *AugmentParams) String() string {
 func (*AugmentParams) ProtoMessage() {}
 
 func (x *AugmentParams) ProtoReflect() protoreflect.Message {
-	mi := &file_loaderd_v1_loader_proto_msgTypes[13]
+	mi := &file_loaderd_v1_loader_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1724,7 +1915,7 @@ func (x *AugmentParams) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AugmentParams.ProtoReflect.Descriptor instead.
 func (*AugmentParams) Descriptor() ([]byte, []int) {
-	return file_loaderd_v1_loader_proto_rawDescGZIP(), []int{13}
+	return file_loaderd_v1_loader_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *AugmentParams) GetTop() []int32 {
@@ -1870,7 +2061,7 @@ type SampleNamesRequest struct {
 
 func (x *SampleNamesRequest) Reset() {
 	*x = SampleNamesRequest{}
-	mi := &file_loaderd_v1_loader_proto_msgTypes[14]
+	mi := &file_loaderd_v1_loader_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1882,7 +2073,7 @@ func (x *SampleNamesRequest) String() string {
 func (*SampleNamesRequest) ProtoMessage() {}
 
 func (x *SampleNamesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_loaderd_v1_loader_proto_msgTypes[14]
+	mi := &file_loaderd_v1_loader_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1895,7 +2086,7 @@ func (x *SampleNamesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SampleNamesRequest.ProtoReflect.Descriptor instead.
 func (*SampleNamesRequest) Descriptor() ([]byte, []int) {
-	return file_loaderd_v1_loader_proto_rawDescGZIP(), []int{14}
+	return file_loaderd_v1_loader_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *SampleNamesRequest) GetDataset() string {
@@ -1938,7 +2129,7 @@ type SampleNamesResponse struct {
 
 func (x *SampleNamesResponse) Reset() {
 	*x = SampleNamesResponse{}
-	mi := &file_loaderd_v1_loader_proto_msgTypes[15]
+	mi := &file_loaderd_v1_loader_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1950,7 +2141,7 @@ func (x *SampleNamesResponse) String() string {
 func (*SampleNamesResponse) ProtoMessage() {}
 
 func (x *SampleNamesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_loaderd_v1_loader_proto_msgTypes[15]
+	mi := &file_loaderd_v1_loader_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1963,7 +2154,7 @@ func (x *SampleNamesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SampleNamesResponse.ProtoReflect.Descriptor instead.
 func (*SampleNamesResponse) Descriptor() ([]byte, []int) {
-	return file_loaderd_v1_loader_proto_rawDescGZIP(), []int{15}
+	return file_loaderd_v1_loader_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *SampleNamesResponse) GetStart() int64 {
@@ -2058,7 +2249,7 @@ const file_loaderd_v1_loader_proto_rawDesc = "" +
 	"\vStreamReply\x122\n" +
 	"\x06header\x18\x01 \x01(\v2\x18.loaderd.v1.StreamHeaderH\x00R\x06header\x12)\n" +
 	"\x05batch\x18\x02 \x01(\v2\x11.loaderd.v1.BatchH\x00R\x05batchB\x05\n" +
-	"\x03msg\"\xd8\x05\n" +
+	"\x03msg\"\xbb\x06\n" +
 	"\fStreamHeader\x12!\n" +
 	"\fdataset_size\x18\x01 \x01(\x03R\vdatasetSize\x12*\n" +
 	"\x11samples_per_epoch\x18\x02 \x01(\x03R\x0fsamplesPerEpoch\x12*\n" +
@@ -2084,7 +2275,11 @@ const file_loaderd_v1_loader_proto_rawDesc = "" +
 	"\vvalue_table\x18\x12 \x01(\fR\n" +
 	"valueTable\x122\n" +
 	"\vvalue_dtype\x18\x13 \x01(\x0e2\x11.loaderd.v1.DTypeR\n" +
-	"valueDtype\"\xba\x01\n" +
+	"valueDtype\x12\x1f\n" +
+	"\vnum_classes\x18\x14 \x01(\x05R\n" +
+	"numClasses\x12\x1b\n" +
+	"\tbatch_mix\x18\x15 \x01(\bR\bbatchMix\x12#\n" +
+	"\repoch_samples\x18\x16 \x01(\x03R\fepochSamples\"\xba\x01\n" +
 	"\tShmRegion\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x12\n" +
 	"\x04size\x18\x02 \x01(\x03R\x04size\x12\x1b\n" +
@@ -2093,7 +2288,7 @@ const file_loaderd_v1_loader_proto_rawDesc = "" +
 	"slot_count\x18\x04 \x01(\rR\tslotCount\x12\x16\n" +
 	"\x06locked\x18\x05 \x01(\bR\x06locked\x12\x1b\n" +
 	"\tfd_socket\x18\x06 \x01(\tR\bfdSocket\x12\x14\n" +
-	"\x05token\x18\a \x01(\fR\x05token\"\xe8\x02\n" +
+	"\x05token\x18\a \x01(\fR\x05token\"\x91\x03\n" +
 	"\x05Batch\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12\x14\n" +
 	"\x05epoch\x18\x02 \x01(\x03R\x05epoch\x12\x1f\n" +
@@ -2107,8 +2302,17 @@ const file_loaderd_v1_loader_proto_rawDesc = "" +
 	"\x04data\x18\t \x01(\fH\x00R\x04data\x12&\n" +
 	"\x03shm\x18\n" +
 	" \x01(\v2\x12.loaderd.v1.ShmRefH\x00R\x03shm\x121\n" +
-	"\x06params\x18\v \x01(\v2\x19.loaderd.v1.AugmentParamsR\x06paramsB\b\n" +
-	"\x06tensor\"l\n" +
+	"\x06params\x18\v \x01(\v2\x19.loaderd.v1.AugmentParamsR\x06params\x12'\n" +
+	"\x03mix\x18\f \x01(\v2\x15.loaderd.v1.MixRecordR\x03mixB\b\n" +
+	"\x06tensor\"\xb6\x01\n" +
+	"\tMixRecord\x12'\n" +
+	"\x04kind\x18\x01 \x01(\x0e2\x13.loaderd.v1.MixKindR\x04kind\x12\x10\n" +
+	"\x03lam\x18\x02 \x01(\x01R\x03lam\x12\x17\n" +
+	"\abox_top\x18\x03 \x01(\x05R\x06boxTop\x12\x19\n" +
+	"\bbox_left\x18\x04 \x01(\x05R\aboxLeft\x12\x1d\n" +
+	"\n" +
+	"box_height\x18\x05 \x01(\x05R\tboxHeight\x12\x1b\n" +
+	"\tbox_width\x18\x06 \x01(\x05R\bboxWidth\"l\n" +
 	"\x06ShmRef\x12\x12\n" +
 	"\x04slot\x18\x01 \x01(\rR\x04slot\x12\x1e\n" +
 	"\n" +
@@ -2164,7 +2368,11 @@ const file_loaderd_v1_loader_proto_rawDesc = "" +
 	"\tTransport\x12\x19\n" +
 	"\x15TRANSPORT_UNSPECIFIED\x10\x00\x12\x14\n" +
 	"\x10TRANSPORT_INLINE\x10\x01\x12\x11\n" +
-	"\rTRANSPORT_SHM\x10\x022\xed\x01\n" +
+	"\rTRANSPORT_SHM\x10\x02*L\n" +
+	"\aMixKind\x12\x18\n" +
+	"\x14MIX_KIND_UNSPECIFIED\x10\x00\x12\x12\n" +
+	"\x0eMIX_KIND_MIXUP\x10\x01\x12\x13\n" +
+	"\x0fMIX_KIND_CUTMIX\x10\x022\xed\x01\n" +
 	"\x06Loader\x12Q\n" +
 	"\fListDatasets\x12\x1f.loaderd.v1.ListDatasetsRequest\x1a .loaderd.v1.ListDatasetsResponse\x12@\n" +
 	"\x06Stream\x12\x19.loaderd.v1.StreamRequest\x1a\x17.loaderd.v1.StreamReply(\x010\x01\x12N\n" +
@@ -2182,61 +2390,65 @@ func file_loaderd_v1_loader_proto_rawDescGZIP() []byte {
 	return file_loaderd_v1_loader_proto_rawDescData
 }
 
-var file_loaderd_v1_loader_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_loaderd_v1_loader_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
+var file_loaderd_v1_loader_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
+var file_loaderd_v1_loader_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
 var file_loaderd_v1_loader_proto_goTypes = []any{
 	(DType)(0),                   // 0: loaderd.v1.DType
 	(Layout)(0),                  // 1: loaderd.v1.Layout
 	(Transport)(0),               // 2: loaderd.v1.Transport
-	(*ListDatasetsRequest)(nil),  // 3: loaderd.v1.ListDatasetsRequest
-	(*ListDatasetsResponse)(nil), // 4: loaderd.v1.ListDatasetsResponse
-	(*Dataset)(nil),              // 5: loaderd.v1.Dataset
-	(*ImageShape)(nil),           // 6: loaderd.v1.ImageShape
-	(*StreamRequest)(nil),        // 7: loaderd.v1.StreamRequest
-	(*Want)(nil),                 // 8: loaderd.v1.Want
-	(*Open)(nil),                 // 9: loaderd.v1.Open
-	(*Ack)(nil),                  // 10: loaderd.v1.Ack
-	(*StreamReply)(nil),          // 11: loaderd.v1.StreamReply
-	(*StreamHeader)(nil),         // 12: loaderd.v1.StreamHeader
-	(*ShmRegion)(nil),            // 13: loaderd.v1.ShmRegion
-	(*Batch)(nil),                // 14: loaderd.v1.Batch
-	(*ShmRef)(nil),               // 15: loaderd.v1.ShmRef
-	(*AugmentParams)(nil),        // 16: loaderd.v1.AugmentParams
-	(*SampleNamesRequest)(nil),   // 17: loaderd.v1.SampleNamesRequest
-	(*SampleNamesResponse)(nil),  // 18: loaderd.v1.SampleNamesResponse
+	(MixKind)(0),                 // 3: loaderd.v1.MixKind
+	(*ListDatasetsRequest)(nil),  // 4: loaderd.v1.ListDatasetsRequest
+	(*ListDatasetsResponse)(nil), // 5: loaderd.v1.ListDatasetsResponse
+	(*Dataset)(nil),              // 6: loaderd.v1.Dataset
+	(*ImageShape)(nil),           // 7: loaderd.v1.ImageShape
+	(*StreamRequest)(nil),        // 8: loaderd.v1.StreamRequest
+	(*Want)(nil),                 // 9: loaderd.v1.Want
+	(*Open)(nil),                 // 10: loaderd.v1.Open
+	(*Ack)(nil),                  // 11: loaderd.v1.Ack
+	(*StreamReply)(nil),          // 12: loaderd.v1.StreamReply
+	(*StreamHeader)(nil),         // 13: loaderd.v1.StreamHeader
+	(*ShmRegion)(nil),            // 14: loaderd.v1.ShmRegion
+	(*Batch)(nil),                // 15: loaderd.v1.Batch
+	(*MixRecord)(nil),            // 16: loaderd.v1.MixRecord
+	(*ShmRef)(nil),               // 17: loaderd.v1.ShmRef
+	(*AugmentParams)(nil),        // 18: loaderd.v1.AugmentParams
+	(*SampleNamesRequest)(nil),   // 19: loaderd.v1.SampleNamesRequest
+	(*SampleNamesResponse)(nil),  // 20: loaderd.v1.SampleNamesResponse
 }
 var file_loaderd_v1_loader_proto_depIdxs = []int32{
-	5,  // 0: loaderd.v1.ListDatasetsResponse.datasets:type_name -> loaderd.v1.Dataset
-	6,  // 1: loaderd.v1.Dataset.shape:type_name -> loaderd.v1.ImageShape
+	6,  // 0: loaderd.v1.ListDatasetsResponse.datasets:type_name -> loaderd.v1.Dataset
+	7,  // 1: loaderd.v1.Dataset.shape:type_name -> loaderd.v1.ImageShape
 	1,  // 2: loaderd.v1.Dataset.layout:type_name -> loaderd.v1.Layout
-	9,  // 3: loaderd.v1.StreamRequest.open:type_name -> loaderd.v1.Open
-	10, // 4: loaderd.v1.StreamRequest.ack:type_name -> loaderd.v1.Ack
-	8,  // 5: loaderd.v1.StreamRequest.want:type_name -> loaderd.v1.Want
+	10, // 3: loaderd.v1.StreamRequest.open:type_name -> loaderd.v1.Open
+	11, // 4: loaderd.v1.StreamRequest.ack:type_name -> loaderd.v1.Ack
+	9,  // 5: loaderd.v1.StreamRequest.want:type_name -> loaderd.v1.Want
 	0,  // 6: loaderd.v1.Open.dtype:type_name -> loaderd.v1.DType
 	1,  // 7: loaderd.v1.Open.layout:type_name -> loaderd.v1.Layout
 	2,  // 8: loaderd.v1.Open.transport:type_name -> loaderd.v1.Transport
-	12, // 9: loaderd.v1.StreamReply.header:type_name -> loaderd.v1.StreamHeader
-	14, // 10: loaderd.v1.StreamReply.batch:type_name -> loaderd.v1.Batch
+	13, // 9: loaderd.v1.StreamReply.header:type_name -> loaderd.v1.StreamHeader
+	15, // 10: loaderd.v1.StreamReply.batch:type_name -> loaderd.v1.Batch
 	0,  // 11: loaderd.v1.StreamHeader.dtype:type_name -> loaderd.v1.DType
 	1,  // 12: loaderd.v1.StreamHeader.layout:type_name -> loaderd.v1.Layout
 	2,  // 13: loaderd.v1.StreamHeader.transport:type_name -> loaderd.v1.Transport
-	13, // 14: loaderd.v1.StreamHeader.shm:type_name -> loaderd.v1.ShmRegion
+	14, // 14: loaderd.v1.StreamHeader.shm:type_name -> loaderd.v1.ShmRegion
 	0,  // 15: loaderd.v1.StreamHeader.value_dtype:type_name -> loaderd.v1.DType
 	0,  // 16: loaderd.v1.Batch.dtype:type_name -> loaderd.v1.DType
 	1,  // 17: loaderd.v1.Batch.layout:type_name -> loaderd.v1.Layout
-	15, // 18: loaderd.v1.Batch.shm:type_name -> loaderd.v1.ShmRef
-	16, // 19: loaderd.v1.Batch.params:type_name -> loaderd.v1.AugmentParams
-	3,  // 20: loaderd.v1.Loader.ListDatasets:input_type -> loaderd.v1.ListDatasetsRequest
-	7,  // 21: loaderd.v1.Loader.Stream:input_type -> loaderd.v1.StreamRequest
-	17, // 22: loaderd.v1.Loader.SampleNames:input_type -> loaderd.v1.SampleNamesRequest
-	4,  // 23: loaderd.v1.Loader.ListDatasets:output_type -> loaderd.v1.ListDatasetsResponse
-	11, // 24: loaderd.v1.Loader.Stream:output_type -> loaderd.v1.StreamReply
-	18, // 25: loaderd.v1.Loader.SampleNames:output_type -> loaderd.v1.SampleNamesResponse
-	23, // [23:26] is the sub-list for method output_type
-	20, // [20:23] is the sub-list for method input_type
-	20, // [20:20] is the sub-list for extension type_name
-	20, // [20:20] is the sub-list for extension extendee
-	0,  // [0:20] is the sub-list for field type_name
+	17, // 18: loaderd.v1.Batch.shm:type_name -> loaderd.v1.ShmRef
+	18, // 19: loaderd.v1.Batch.params:type_name -> loaderd.v1.AugmentParams
+	16, // 20: loaderd.v1.Batch.mix:type_name -> loaderd.v1.MixRecord
+	3,  // 21: loaderd.v1.MixRecord.kind:type_name -> loaderd.v1.MixKind
+	4,  // 22: loaderd.v1.Loader.ListDatasets:input_type -> loaderd.v1.ListDatasetsRequest
+	8,  // 23: loaderd.v1.Loader.Stream:input_type -> loaderd.v1.StreamRequest
+	19, // 24: loaderd.v1.Loader.SampleNames:input_type -> loaderd.v1.SampleNamesRequest
+	5,  // 25: loaderd.v1.Loader.ListDatasets:output_type -> loaderd.v1.ListDatasetsResponse
+	12, // 26: loaderd.v1.Loader.Stream:output_type -> loaderd.v1.StreamReply
+	20, // 27: loaderd.v1.Loader.SampleNames:output_type -> loaderd.v1.SampleNamesResponse
+	25, // [25:28] is the sub-list for method output_type
+	22, // [22:25] is the sub-list for method input_type
+	22, // [22:22] is the sub-list for extension type_name
+	22, // [22:22] is the sub-list for extension extendee
+	0,  // [0:22] is the sub-list for field type_name
 }
 
 func init() { file_loaderd_v1_loader_proto_init() }
@@ -2262,8 +2474,8 @@ func file_loaderd_v1_loader_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_loaderd_v1_loader_proto_rawDesc), len(file_loaderd_v1_loader_proto_rawDesc)),
-			NumEnums:      3,
-			NumMessages:   16,
+			NumEnums:      4,
+			NumMessages:   17,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

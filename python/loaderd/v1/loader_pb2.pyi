@@ -13,6 +13,9 @@ DTYPE_UNSPECIFIED: DType
 LAYOUT_CHW: Layout
 LAYOUT_HWC: Layout
 LAYOUT_UNSPECIFIED: Layout
+MIX_KIND_CUTMIX: MixKind
+MIX_KIND_MIXUP: MixKind
+MIX_KIND_UNSPECIFIED: MixKind
 TRANSPORT_INLINE: Transport
 TRANSPORT_SHM: Transport
 TRANSPORT_UNSPECIFIED: Transport
@@ -66,7 +69,7 @@ class AugmentParams(_message.Message):
     def __init__(self, top: _Optional[_Iterable[int]] = ..., left: _Optional[_Iterable[int]] = ..., flip: _Optional[_Iterable[bool]] = ..., height: _Optional[_Iterable[int]] = ..., width: _Optional[_Iterable[int]] = ..., jitter_order: _Optional[_Iterable[int]] = ..., jitter: _Optional[_Iterable[float]] = ..., gray: _Optional[_Iterable[bool]] = ..., sigma: _Optional[_Iterable[float]] = ..., num_ops: _Optional[_Iterable[int]] = ..., op: _Optional[_Iterable[int]] = ..., magnitude: _Optional[_Iterable[float]] = ..., erased: _Optional[_Iterable[bool]] = ..., erase_top: _Optional[_Iterable[int]] = ..., erase_left: _Optional[_Iterable[int]] = ..., erase_height: _Optional[_Iterable[int]] = ..., erase_width: _Optional[_Iterable[int]] = ..., erase_noise: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class Batch(_message.Message):
-    __slots__ = ["batch_index", "data", "dtype", "epoch", "indices", "labels", "layout", "params", "seq", "shape", "shm"]
+    __slots__ = ["batch_index", "data", "dtype", "epoch", "indices", "labels", "layout", "mix", "params", "seq", "shape", "shm"]
     BATCH_INDEX_FIELD_NUMBER: _ClassVar[int]
     DATA_FIELD_NUMBER: _ClassVar[int]
     DTYPE_FIELD_NUMBER: _ClassVar[int]
@@ -74,6 +77,7 @@ class Batch(_message.Message):
     INDICES_FIELD_NUMBER: _ClassVar[int]
     LABELS_FIELD_NUMBER: _ClassVar[int]
     LAYOUT_FIELD_NUMBER: _ClassVar[int]
+    MIX_FIELD_NUMBER: _ClassVar[int]
     PARAMS_FIELD_NUMBER: _ClassVar[int]
     SEQ_FIELD_NUMBER: _ClassVar[int]
     SHAPE_FIELD_NUMBER: _ClassVar[int]
@@ -85,11 +89,12 @@ class Batch(_message.Message):
     indices: _containers.RepeatedScalarFieldContainer[int]
     labels: _containers.RepeatedScalarFieldContainer[int]
     layout: Layout
+    mix: MixRecord
     params: AugmentParams
     seq: int
     shape: _containers.RepeatedScalarFieldContainer[int]
     shm: ShmRef
-    def __init__(self, seq: _Optional[int] = ..., epoch: _Optional[int] = ..., batch_index: _Optional[int] = ..., indices: _Optional[_Iterable[int]] = ..., labels: _Optional[_Iterable[int]] = ..., dtype: _Optional[_Union[DType, str]] = ..., layout: _Optional[_Union[Layout, str]] = ..., shape: _Optional[_Iterable[int]] = ..., data: _Optional[bytes] = ..., shm: _Optional[_Union[ShmRef, _Mapping]] = ..., params: _Optional[_Union[AugmentParams, _Mapping]] = ...) -> None: ...
+    def __init__(self, seq: _Optional[int] = ..., epoch: _Optional[int] = ..., batch_index: _Optional[int] = ..., indices: _Optional[_Iterable[int]] = ..., labels: _Optional[_Iterable[int]] = ..., dtype: _Optional[_Union[DType, str]] = ..., layout: _Optional[_Union[Layout, str]] = ..., shape: _Optional[_Iterable[int]] = ..., data: _Optional[bytes] = ..., shm: _Optional[_Union[ShmRef, _Mapping]] = ..., params: _Optional[_Union[AugmentParams, _Mapping]] = ..., mix: _Optional[_Union[MixRecord, _Mapping]] = ...) -> None: ...
 
 class Dataset(_message.Message):
     __slots__ = ["classes", "default_augment", "fingerprint", "format", "layout", "name", "shape", "size"]
@@ -130,6 +135,22 @@ class ListDatasetsResponse(_message.Message):
     DATASETS_FIELD_NUMBER: _ClassVar[int]
     datasets: _containers.RepeatedCompositeFieldContainer[Dataset]
     def __init__(self, datasets: _Optional[_Iterable[_Union[Dataset, _Mapping]]] = ...) -> None: ...
+
+class MixRecord(_message.Message):
+    __slots__ = ["box_height", "box_left", "box_top", "box_width", "kind", "lam"]
+    BOX_HEIGHT_FIELD_NUMBER: _ClassVar[int]
+    BOX_LEFT_FIELD_NUMBER: _ClassVar[int]
+    BOX_TOP_FIELD_NUMBER: _ClassVar[int]
+    BOX_WIDTH_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    LAM_FIELD_NUMBER: _ClassVar[int]
+    box_height: int
+    box_left: int
+    box_top: int
+    box_width: int
+    kind: MixKind
+    lam: float
+    def __init__(self, kind: _Optional[_Union[MixKind, str]] = ..., lam: _Optional[float] = ..., box_top: _Optional[int] = ..., box_left: _Optional[int] = ..., box_height: _Optional[int] = ..., box_width: _Optional[int] = ...) -> None: ...
 
 class Open(_message.Message):
     __slots__ = ["augment", "batch_size", "client_name", "dataset", "drop_last", "drop_last_batch", "dtype", "epochs", "include_params", "layout", "max_in_flight", "no_shuffle", "on_demand", "rank", "seed", "start_batch", "start_epoch", "start_offset", "transport", "values_on_client", "world"]
@@ -230,15 +251,18 @@ class ShmRegion(_message.Message):
     def __init__(self, path: _Optional[str] = ..., size: _Optional[int] = ..., slot_size: _Optional[int] = ..., slot_count: _Optional[int] = ..., locked: bool = ..., fd_socket: _Optional[str] = ..., token: _Optional[bytes] = ...) -> None: ...
 
 class StreamHeader(_message.Message):
-    __slots__ = ["augment", "batch_size", "batches_per_epoch", "dataset_size", "dtype", "fingerprint", "layout", "max_in_flight", "on_demand", "sample_bytes", "sample_shape", "samples_per_epoch", "shm", "start_batch", "start_epoch", "start_offset", "transport", "value_dtype", "value_table"]
+    __slots__ = ["augment", "batch_mix", "batch_size", "batches_per_epoch", "dataset_size", "dtype", "epoch_samples", "fingerprint", "layout", "max_in_flight", "num_classes", "on_demand", "sample_bytes", "sample_shape", "samples_per_epoch", "shm", "start_batch", "start_epoch", "start_offset", "transport", "value_dtype", "value_table"]
     AUGMENT_FIELD_NUMBER: _ClassVar[int]
     BATCHES_PER_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    BATCH_MIX_FIELD_NUMBER: _ClassVar[int]
     BATCH_SIZE_FIELD_NUMBER: _ClassVar[int]
     DATASET_SIZE_FIELD_NUMBER: _ClassVar[int]
     DTYPE_FIELD_NUMBER: _ClassVar[int]
+    EPOCH_SAMPLES_FIELD_NUMBER: _ClassVar[int]
     FINGERPRINT_FIELD_NUMBER: _ClassVar[int]
     LAYOUT_FIELD_NUMBER: _ClassVar[int]
     MAX_IN_FLIGHT_FIELD_NUMBER: _ClassVar[int]
+    NUM_CLASSES_FIELD_NUMBER: _ClassVar[int]
     ON_DEMAND_FIELD_NUMBER: _ClassVar[int]
     SAMPLES_PER_EPOCH_FIELD_NUMBER: _ClassVar[int]
     SAMPLE_BYTES_FIELD_NUMBER: _ClassVar[int]
@@ -251,13 +275,16 @@ class StreamHeader(_message.Message):
     VALUE_DTYPE_FIELD_NUMBER: _ClassVar[int]
     VALUE_TABLE_FIELD_NUMBER: _ClassVar[int]
     augment: str
+    batch_mix: bool
     batch_size: int
     batches_per_epoch: int
     dataset_size: int
     dtype: DType
+    epoch_samples: int
     fingerprint: str
     layout: Layout
     max_in_flight: int
+    num_classes: int
     on_demand: bool
     sample_bytes: int
     sample_shape: _containers.RepeatedScalarFieldContainer[int]
@@ -269,7 +296,7 @@ class StreamHeader(_message.Message):
     transport: Transport
     value_dtype: DType
     value_table: bytes
-    def __init__(self, dataset_size: _Optional[int] = ..., samples_per_epoch: _Optional[int] = ..., batches_per_epoch: _Optional[int] = ..., batch_size: _Optional[int] = ..., dtype: _Optional[_Union[DType, str]] = ..., layout: _Optional[_Union[Layout, str]] = ..., sample_shape: _Optional[_Iterable[int]] = ..., sample_bytes: _Optional[int] = ..., augment: _Optional[str] = ..., transport: _Optional[_Union[Transport, str]] = ..., max_in_flight: _Optional[int] = ..., shm: _Optional[_Union[ShmRegion, _Mapping]] = ..., start_epoch: _Optional[int] = ..., start_batch: _Optional[int] = ..., start_offset: _Optional[int] = ..., on_demand: bool = ..., fingerprint: _Optional[str] = ..., value_table: _Optional[bytes] = ..., value_dtype: _Optional[_Union[DType, str]] = ...) -> None: ...
+    def __init__(self, dataset_size: _Optional[int] = ..., samples_per_epoch: _Optional[int] = ..., batches_per_epoch: _Optional[int] = ..., batch_size: _Optional[int] = ..., dtype: _Optional[_Union[DType, str]] = ..., layout: _Optional[_Union[Layout, str]] = ..., sample_shape: _Optional[_Iterable[int]] = ..., sample_bytes: _Optional[int] = ..., augment: _Optional[str] = ..., transport: _Optional[_Union[Transport, str]] = ..., max_in_flight: _Optional[int] = ..., shm: _Optional[_Union[ShmRegion, _Mapping]] = ..., start_epoch: _Optional[int] = ..., start_batch: _Optional[int] = ..., start_offset: _Optional[int] = ..., on_demand: bool = ..., fingerprint: _Optional[str] = ..., value_table: _Optional[bytes] = ..., value_dtype: _Optional[_Union[DType, str]] = ..., num_classes: _Optional[int] = ..., batch_mix: bool = ..., epoch_samples: _Optional[int] = ...) -> None: ...
 
 class StreamReply(_message.Message):
     __slots__ = ["batch", "header"]
@@ -302,4 +329,7 @@ class Layout(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = []
 
 class Transport(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = []
+
+class MixKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = []

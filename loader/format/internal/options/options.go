@@ -136,7 +136,7 @@ func (o *Options) resize() (bool, error) {
 
 // Decode reads the options every format of encoded images takes: size=,
 // maxpixels= and resize=, what imagedec.NewPool needs. h and w are 0 when
-// size= is absent (the dataset's first image gives them) and with
+// size= is absent (imagedec.NewSource probes the first images) and with
 // size=any, which refuses resize= and raises maxpixels='s default to
 // imagedec.AnySizeMaxPixels.
 func (o *Options) Decode() (h, w int, maxPx int64, resize bool, err error) {
@@ -172,7 +172,7 @@ func (o *Options) Backend() (imagedec.Backend, error) {
 }
 
 // Images reads every option of a format of encoded images (Decode,
-// Backend and MaxBytes, in that order) into what imagedec.NewSource
+// Backend, MaxBytes and Exact, in that order) into what imagedec.NewSource
 // takes, the source named FORMAT:PATH.
 func (o *Options) Images() (imagedec.Options, error) {
 	h, w, maxPx, resize, err := o.Decode()
@@ -187,8 +187,30 @@ func (o *Options) Images() (imagedec.Options, error) {
 	if err != nil {
 		return imagedec.Options{}, err
 	}
+	exact, err := o.Exact()
+	if err != nil {
+		return imagedec.Options{}, err
+	}
+	if o.vals.Get("maxpixels") == "" {
+		// The default depends on whether the images vary in size, which
+		// without size= only NewSource's probe knows.
+		maxPx = 0
+	}
 	return imagedec.Options{Format: o.Format, Path: o.Path, H: h, W: w, AnySize: o.AnySize(),
-		MaxPixels: maxPx, MaxBytes: maxBytes, Resize: resize, Backend: backend}, nil
+		MaxPixels: maxPx, MaxBytes: maxBytes, Resize: resize, Backend: backend, Exact: exact}, nil
+}
+
+// Exact parses exact=torchvision (imagedec.Options.Exact): no decode
+// shortcut that changes pixels relative to torchvision's PIL decode.
+func (o *Options) Exact() (bool, error) {
+	switch v := o.vals.Get("exact"); v {
+	case "":
+		return false, nil
+	case "torchvision":
+		return true, nil
+	default:
+		return false, o.Errorf("exact=%s: the only exact= is torchvision", v)
+	}
 }
 
 // ShardFiles expands the PATH of a sharded format (tar, Arrow, Parquet)
