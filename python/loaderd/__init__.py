@@ -18,11 +18,11 @@ docs/PYTORCH.md for the whole picture.
 from ._env import local_rank, rank_world
 from ._errors import Error, ProtocolError, UnreachableError
 from ._rpc import DatasetInfo, channel, list_datasets, sample_names
-from ._stream import Batch, Params
+from ._stream import Batch, Mix, Params
 from .dataset import BatchIterator, Dataset, eval_augment
 from .serve import Daemon, find_binary, serve
 
-__all__ = ["Batch", "BatchIterator", "Daemon", "Dataset", "DatasetInfo", "Error", "Params", "ProtocolError",
+__all__ = ["Batch", "BatchIterator", "Daemon", "Dataset", "DatasetInfo", "Error", "Mix", "Params", "ProtocolError",
            "UnreachableError", "channel", "eval_augment", "find_binary", "list_datasets", "local_rank",
            "rank_world", "sample_names", "serve"]
 __version__ = "0.2.0"

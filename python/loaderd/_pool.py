@@ -170,13 +170,10 @@ class PoolSession:
         images = buf.view(length, self.dtype, shape)
         if self._values is not None:
             images = self._values(images)
-        params = None
-        if a.params is not None:
-            top, left, flip, height, width = a.params
-            hw = (_stream._long(height), _stream._long(width)) if height or width else (None, None)
-            params = _stream.Params(_stream._long(top), _stream._long(left), torch.tensor(flip, dtype=torch.bool), *hw)
-        return _stream.Batch(self, k, a.epoch, a.index, images, _stream._long(a.labels), _stream._long(a.indices),
-                             params)
+        params = _stream.params_of(a.params) if a.params is not None else None
+        labels = _stream._long(a.labels)
+        mix, soft = _stream.mix_of(self.header, a.mix, labels, images.device)
+        return _stream.Batch(self, k, a.epoch, a.index, images, labels, _stream._long(a.indices), params, mix, soft)
 
     def release(self, seq):
         """The caller is done with batch seq: its buffer is reused once no

@@ -18,7 +18,8 @@ _LEN = 2  # wire type of a length-delimited field
 # A batch's fields as plain Python values, its data a memoryview on the
 # received bytes; no tensor is made off the caller's thread (see
 # _stream._requests).
-Arrival = collections.namedtuple("Arrival", "seq epoch index shape dtype labels indices params data")
+Arrival = collections.namedtuple("Arrival", "seq epoch index shape dtype labels indices params data mix",
+                                 defaults=(None,))
 
 
 def _varint(buf, i):
@@ -81,8 +82,6 @@ def _batch(raw, mv, i, end):
             rest.append(mv[i:e])
         i = e
     b = pb.Batch.FromString(b"".join(rest))
-    p = None
-    if b.HasField("params"):
-        q = b.params
-        p = (list(q.top), list(q.left), list(q.flip), list(q.height), list(q.width))
-    return Arrival(b.seq, b.epoch, b.batch_index, tuple(b.shape), b.dtype, list(b.labels), list(b.indices), p, data)
+    p = b.params if b.HasField("params") else None
+    m = b.mix if b.HasField("mix") else None
+    return Arrival(b.seq, b.epoch, b.batch_index, tuple(b.shape), b.dtype, list(b.labels), list(b.indices), p, data, m)

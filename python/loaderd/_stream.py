@@ -23,13 +23,84 @@ DTYPES = {
     pb.DTYPE_BF16: torch.bfloat16,
 }
 
-Params = collections.namedtuple("Params", "top left flip height width", defaults=(None, None))
+_PHOTO = ("jitter_order", "jitter", "gray", "sigma", "num_ops", "op", "magnitude")
+_ERASE = ("erased", "erase_top", "erase_left", "erase_height", "erase_width", "erase_noise")
+Params = collections.namedtuple("Params", ("top", "left", "flip", "height", "width") + _PHOTO + _ERASE,
+                                defaults=(None,) * (2 + len(_PHOTO) + len(_ERASE)))
 Params.__doc__ = """Each sample's random crop origin (top, left; int64, in the
 padded image) and horizontal flip (bool), as tensors of length N. For a
 pipeline that opens with resize, center_crop or random_resized_crop,
 (top, left, height, width) is instead the box of the source image that was
 resampled (torchvision's RandomResizedCrop.get_params (i, j, h, w)); for
-other pipelines height and width are None."""
+other pipelines height and width are None.
+
+The photometric ops' draws, None unless the pipeline has one of
+color_jitter, random_grayscale, gaussian_blur, auto_augment, rand_augment,
+trivial_augment_wide: jitter_order (int64 [N, 4], torchvision's fn_idx:
+0 brightness, 1 contrast, 2 saturation, 3 hue) and jitter (float32 [N, 4],
+the factors in that order, 0 for a part that is off); gray (bool [N]);
+sigma (float32 [N]); num_ops (int64 [N]) and, sample after sample, op
+(int64, torchvision's order: 0 Identity, 1 ShearX, ... 14 Invert) and
+magnitude (float32): sample i's operations are op[s:s + num_ops[i]] with
+s = num_ops[:i].sum(). random_erasing's, None unless the pipeline ends
+with it: erased (bool [N]) and the erased box of the output image,
+erase_top, erase_left, erase_height, erase_width (int64 [N]), and
+erase_noise, the key of value=random's noise (a tuple of N unsigned
+64-bit Python ints, 0 without noise)."""
+
+Mix = collections.namedtuple("Mix", "kind lam box")
+Mix.__doc__ = """What a batch's mixup or cutmix drew: kind ("mixup" or
+"cutmix"), lam (torchvision's lam, a float: each sample's own share) and,
+for cutmix, box (top, left, height, width), the region of every image
+pasted from its rolled partner (None for mixup). Sample i was mixed with
+sample i-1, sample 0 with the last (torch's roll(1, 0))."""
+_MIX_KINDS = {pb.MIX_KIND_MIXUP: "mixup", pb.MIX_KIND_CUTMIX: "cutmix"}
+
+
+def params_of(p):
+    """A wire AugmentParams as Params; fields the daemon left empty are None."""
+    hw = (_long(p.height), _long(p.width)) if len(p.height) or len(p.width) else (None, None)
+
+    def opt(values, dtype, per=1):
+        if not len(values):
+            return None
+        t = torch.tensor(values, dtype=dtype)
+        if per == 1:
+            return t
+        if len(values) % per:
+            raise ProtocolError(f"loaderd: {len(values)} color_jitter values, want {per} per sample")
+        return t.reshape(-1, per)
+
+    photo = (None,) * len(_PHOTO)
+    if any(len(getattr(p, f)) for f in _PHOTO):
+        photo = (opt(p.jitter_order, torch.int64, 4), opt(p.jitter, torch.float32, 4), opt(p.gray, torch.bool),
+                 opt(p.sigma, torch.float32), opt(p.num_ops, torch.int64), opt(p.op, torch.int64),
+                 opt(p.magnitude, torch.float32))
+    erase = (None,) * len(_ERASE)
+    if len(p.erased):
+        erase = (opt(p.erased, torch.bool), opt(p.erase_top, torch.int64), opt(p.erase_left, torch.int64),
+                 opt(p.erase_height, torch.int64), opt(p.erase_width, torch.int64), tuple(p.erase_noise))
+    return Params(_long(p.top), _long(p.left), torch.tensor(p.flip, dtype=torch.bool), *hw, *photo, *erase)
+
+
+def mix_of(header, m, labels, device):
+    """(Mix, soft labels) of a batch, or (None, None) on a stream without
+    batch ops. The soft labels are torchvision's, float32 [N, classes] on
+    device: one_hot(labels) * lam + one_hot(labels).roll(1, 0) * (1 - lam),
+    computed as its MixUp and CutMix do (in place, float32)."""
+    if not header.batch_mix:
+        return None, None
+    classes = int(header.num_classes)
+    kind = _MIX_KINDS.get(m.kind) if m is not None else None
+    if kind is None or classes <= 0:
+        raise ProtocolError(f"loaderd: a mixed stream's batch with mix record {m} over {classes} classes")
+    if len(labels) and not (0 <= int(labels.min()) and int(labels.max()) < classes):
+        raise ProtocolError(f"loaderd: a mixed batch's labels fall outside the {classes} classes")
+    soft = torch.nn.functional.one_hot(labels.to(device), classes).to(torch.float32)
+    rolled = soft.roll(1, 0).mul_(1.0 - m.lam)
+    soft.mul_(m.lam).add_(rolled)
+    box = (m.box_top, m.box_left, m.box_height, m.box_width) if kind == "cutmix" else None
+    return Mix(kind, m.lam, box), soft
 
 # Every open session, closed before the interpreter finalises (see
 # Session.close for why that matters).
@@ -42,6 +113,22 @@ def close_all():
             s.close()
         except Exception:
             pass
+
+
+def abandon(unix_path, why):
+    """End now every open stream to the daemon on unix_path, which this
+    process is about to stop (Daemon.stop): gRPC's graceful stop waits for
+    each client connection to close, and a connection with a call still
+    open on our side (an iterator from next(iter(ds)) that nobody advances)
+    stays open until the daemon gives up on it five seconds later. Each
+    such stream's next use raises why."""
+    for s in list(_sessions):
+        # (A pool's sessions have no single address: they are left alone.)
+        if isinstance(s, Session) and getattr(s.address, "unix_path", None) == unix_path and not s.closed:
+            try:
+                s.abandon(why)
+            except Exception:
+                pass
 
 
 def before_fork():
@@ -88,9 +175,10 @@ class Batch:
     ordinary tensor or int.
     """
 
-    __slots__ = ("images", "labels", "indices", "params", "epoch", "index", "seq", "_session", "_released")
+    __slots__ = ("images", "labels", "indices", "params", "epoch", "index", "seq", "mix", "soft_labels",
+                 "_session", "_released")
 
-    def __init__(self, session, seq, epoch, index, images, labels, indices, params):
+    def __init__(self, session, seq, epoch, index, images, labels, indices, params, mix=None, soft_labels=None):
         self._session = session
         self._released = False
         self.seq = seq            # position in its stream: 0, 1, 2, ...
@@ -100,6 +188,8 @@ class Batch:
         self.labels = labels      # int64 [N]
         self.indices = indices    # int64 [N]: dataset index of each sample
         self.params = params      # Params, or None unless include_params
+        self.mix = mix            # Mix, or None unless the augment spec ends with mixup or cutmix
+        self.soft_labels = soft_labels  # float32 [N, classes] with mix, on images' device; else None
 
     def release(self):
         """Tell the stream the caller is done with the batch: its memory
@@ -114,8 +204,8 @@ class Batch:
         return self._released
 
     def __iter__(self):
-        # images, labels = batch
-        return iter((self.images, self.labels))
+        # images, labels = batch; the soft labels of a mixed batch
+        return iter((self.images, self.labels if self.soft_labels is None else self.soft_labels))
 
     def __len__(self):
         return len(self.labels)
@@ -180,6 +270,7 @@ class Session:
         self.closed = False
         self.failed = None
         self.forked_from = None  # the parent's pid, in a child forked while the stream was open
+        self.abandoned = None  # the Error its next use raises, once its daemon was stopped (abandon)
         self.address = address
         self._recs = collections.OrderedDict()  # seq -> _Rec, unacked, in order
         self._bufs = {}  # seq -> ring buffer of a batch not yet released
@@ -242,7 +333,7 @@ class Session:
         if self.forked_from is not None:
             raise forked_error(self.forked_from)
         if self.closed:
-            raise Error("loaderd: stream closed")
+            raise self.abandoned or Error("loaderd: stream closed")
         self.poll()
         if len(self._recs) >= self.window:
             # The daemon sends nothing while the whole window is unacked.
@@ -301,12 +392,10 @@ class Session:
                                 f"{'shm' if self.region is not None else 'inline'} stream")
         if self._values is not None:
             images = self._values(images)
-        params = None
-        if b.HasField("params"):
-            p = b.params
-            hw = (_long(p.height), _long(p.width)) if len(p.height) or len(p.width) else (None, None)
-            params = Params(_long(p.top), _long(p.left), torch.tensor(p.flip, dtype=torch.bool), *hw)
-        return Batch(self, b.seq, b.epoch, b.batch_index, images, _long(b.labels), _long(b.indices), params)
+        params = params_of(b.params) if b.HasField("params") else None
+        labels = _long(b.labels)
+        mix, soft = mix_of(self.header, b.mix if b.HasField("mix") else None, labels, images.device)
+        return Batch(self, b.seq, b.epoch, b.batch_index, images, labels, _long(b.indices), params, mix, soft)
 
     def release(self, seq):
         """The caller is done with batch seq (see Batch.release)."""
@@ -372,6 +461,12 @@ class Session:
             self._stop()
             if self.region is not None:
                 self.region.close()
+
+    def abandon(self, why):
+        """Close the stream because its daemon is being stopped (see the
+        module's abandon); its next use raises why."""
+        self.abandoned = why
+        self.close()
 
     def _before_fork(self):
         if self.region is not None and not self.closed:

@@ -5,17 +5,24 @@ format: records of 1 label byte + 3072 pixel bytes (32x32, R plane, G
 plane, B plane) in data_batch_N.bin, class names in batches.meta.txt.
 """
 
+from __future__ import annotations
+
 import io
 import os
 import tarfile
+from typing import List, Optional, Sequence, Tuple, Union
 
 import numpy as np
+import numpy.typing as npt
+
+_PathLike = Union[str, "os.PathLike[str]"]
 
 RECORD = 1 + 3 * 32 * 32
 CLASSES = ("airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck")
 
 
-def write_cifar10(directory, images, labels, classes=CLASSES, per_file=10000):
+def write_cifar10(directory: _PathLike, images: npt.ArrayLike, labels: npt.ArrayLike,
+                  classes: Sequence[str] = CLASSES, per_file: int = 10000) -> List[str]:
     """Write images (N, 32, 32, 3) uint8 HWC and labels (N,) as CIFAR-10
     binary files data_batch_1.bin, ... of per_file records each, plus
     batches.meta.txt. Returns the file paths. Dataset index i is record i
@@ -40,7 +47,7 @@ def write_cifar10(directory, images, labels, classes=CLASSES, per_file=10000):
     return paths
 
 
-def read_cifar10(directory):
+def read_cifar10(directory: _PathLike) -> Tuple[np.ndarray, np.ndarray]:
     """(images (N, 32, 32, 3) uint8 HWC, labels (N,) int64) from the
     data_batch_N.bin files of directory, in dataset-index order."""
     names = sorted((n for n in os.listdir(directory) if n.startswith("data_batch_") and n.endswith(".bin")),
@@ -53,7 +60,7 @@ def read_cifar10(directory):
     return images, records[:, 0].astype(np.int64)
 
 
-def load_image_tar(path, limit=None):
+def load_image_tar(path: _PathLike, limit: Optional[int] = None) -> Tuple[np.ndarray, np.ndarray, List[str]]:
     """Decode an image-folder tar (<split>/<class>/<file>.jpg) with PIL into
     (images (N, H, W, 3) uint8, labels (N,) int64, classes), classes sorted
     by name as torchvision's ImageFolder orders them, members in tar order."""

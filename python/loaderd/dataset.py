@@ -1,5 +1,7 @@
 """loaderd.Dataset: a torch IterableDataset fed by a loaderd daemon."""
 
+from __future__ import annotations
+
 import atexit
 import collections
 import ctypes
@@ -7,6 +9,7 @@ import os
 import sys
 import time
 import weakref
+from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
 import grpc
 import torch
@@ -14,7 +17,7 @@ import torch
 from . import _address, _creds, _fork, _pool, _rpc, _shm, _stream, _values, serve as _serve
 from ._env import rank_world
 from ._errors import Error, ProtocolError
-from ._stream import Session, close_all
+from ._stream import Batch, Session, close_all
 from .v1 import loader_pb2 as pb
 from .v1 import loader_pb2_grpc as pb_grpc
 
@@ -40,6 +43,7 @@ _SPLIT_FIELDS = ("rank", "world_size", "batch_size", "drop_last")
 _PLAN_FIELDS = _ORDER_FIELDS + _SPLIT_FIELDS
 
 DatasetInfo = _rpc.DatasetInfo
+_PathLike = Union[str, "os.PathLike[str]"]
 channel = _rpc.channel
 list_datasets = _rpc.list_datasets
 
@@ -58,6 +62,21 @@ def _close_all():
             pass
     close_all()
     _serve.stop_all()  # after the streams: a daemon stopped first would end them with UNAVAILABLE
+
+
+def _daemon_stopping(unix_path, why):
+    """Daemon.stop() of the daemon on unix_path, in this process: end this
+    process's streams to it and close the Datasets' channels to it first.
+    gRPC's graceful stop waits for every client connection to close, and
+    an idle channel (a Dataset whose iterator from next(iter(ds)) was
+    dropped) or an open call stays connected until the daemon gives up on
+    it, five seconds later. A stream used afterwards raises why; a Dataset
+    dials again on its next call."""
+    _stream.abandon(unix_path, why)
+    for ds in list(_live):
+        if ds._pool is None and ds._channel is not None and getattr(ds._addr, "unix_path", None) == unix_path:
+            ds._channel.close()
+            ds._channel = ds._stub = None
 
 
 def _after_fork_in_child():
@@ -133,14 +152,22 @@ def _check_split(state):
         raise ValueError(f"loaderd: state with batch_size {bs}: want 1..{MAX_BATCH}")
 
 
-def eval_augment(default_augment, shape=None):
+# The random ops eval_augment drops (besides the crops it rewrites).
+_RANDOM_OPS = frozenset(("flip", "color_jitter", "random_grayscale", "gaussian_blur", "auto_augment", "rand_augment",
+                         "trivial_augment_wide", "random_erasing", "mixup", "cutmix"))
+
+
+def eval_augment(default_augment: str, shape: Optional[Sequence[int]] = None) -> str:
     """The evaluation form of a training spec, as torchvision recipes write
     their test transforms: the same normalisation and output, with every
     random op made deterministic. flip goes; crop=S (RandomCrop) goes when S
     is the image's size (shape: the stored (height, width, channels)) and
     becomes center_crop=S otherwise; random_resized_crop=S becomes
-    resize=S/0.875,center_crop=S (Resize(256) + CenterCrop(224)). resize,
-    center_crop, totensor, normalize and out stay."""
+    resize=S/0.875,center_crop=S (Resize(256) + CenterCrop(224)). The random
+    photometric ops (color_jitter, random_grayscale, gaussian_blur,
+    auto_augment, rand_augment, trivial_augment_wide), random_erasing and
+    the batch ops (mixup, cutmix) go. resize, center_crop, grayscale,
+    totensor, normalize and out stay."""
     keep = []
     for item in default_augment.split(","):
         item = item.strip()
@@ -149,7 +176,7 @@ def eval_augment(default_augment, shape=None):
         name, _, arg = item.partition("=")
         name = name.strip().lower()
         size = arg.split(":")[0].strip()
-        if name == "flip":
+        if name in _RANDOM_OPS:
             continue
         if name == "crop":
             if not size.isdigit():
@@ -267,12 +294,18 @@ class Dataset(torch.utils.data.IterableDataset):
             See docs/DEPLOY.md ("Security on TCP").
     """
 
-    def __init__(self, address, dataset, batch_size, seed=0, rank=None, world_size=None, *,
-                 train=True, epochs=None, shuffle=None, drop_last=False, sampler_drop_last=False,
-                 augment=None, dtype=None, layout=None, transport=None, prefetch=4, hold=1, pin=False,
-                 include_params=False, name=None, connect_timeout=10.0, reconnects=5, reconnect_wait=10.0,
-                 drop_last_batch=None, tls=None, tls_ca=None, tls_cert=None, tls_key=None, tls_server_name=None,
-                 token=None, token_file=None, normalize_on=None, failover_after=3.0):
+    def __init__(self, address: str, dataset: str, batch_size: int, seed: int = 0, rank: Optional[int] = None,
+                 world_size: Optional[int] = None, *, train: bool = True, epochs: Optional[int] = None,
+                 shuffle: Optional[bool] = None, drop_last: bool = False, sampler_drop_last: bool = False,
+                 augment: Optional[str] = None, dtype: Union[str, torch.dtype, None] = None,
+                 layout: Optional[str] = None, transport: Optional[str] = None, prefetch: int = 4, hold: int = 1,
+                 pin: bool = False, include_params: bool = False, name: Optional[str] = None,
+                 connect_timeout: float = 10.0, reconnects: int = 5, reconnect_wait: float = 10.0,
+                 drop_last_batch: None = None, tls: Optional[bool] = None, tls_ca: Optional[_PathLike] = None,
+                 tls_cert: Optional[_PathLike] = None, tls_key: Optional[_PathLike] = None,
+                 tls_server_name: Optional[str] = None, token: Optional[str] = None,
+                 token_file: Optional[_PathLike] = None, normalize_on: Union[str, torch.device, None] = None,
+                 failover_after: float = 3.0) -> None:
         super().__init__()
         if drop_last_batch is not None:
             raise TypeError("loaderd: drop_last_batch is gone: drop_last now means what it means for DataLoader "
@@ -335,7 +368,7 @@ class Dataset(torch.utils.data.IterableDataset):
         self._spec = None
 
     @classmethod
-    def eval(cls, address, dataset, batch_size, **kw):
+    def eval(cls, address: str, dataset: str, batch_size: int, **kw: Any) -> Dataset:
         """An evaluation dataset: Dataset(..., train=False, **kw)."""
         kw.setdefault("train", False)
         return cls(address, dataset, batch_size, **kw)
@@ -343,32 +376,32 @@ class Dataset(torch.utils.data.IterableDataset):
     # -- position -------------------------------------------------------
 
     @property
-    def position(self):
+    def position(self) -> Tuple[int, int]:
         """(epoch, batch): after the last batch returned (what state_dict
         saves). After an elastic resume, batch counts the batches of the
         epoch's rest after offset."""
         return self._pos[:2]
 
     @property
-    def offset(self):
+    def offset(self) -> int:
         """The elastic-resume offset of position's epoch: how many entries of
         its order another world consumed before this one took over; 0 but in
         an epoch resumed under another world size or batch size."""
         return self._pos[2]
 
     @property
-    def global_position(self):
+    def global_position(self) -> Tuple[int, int]:
         """(epoch, consumed): how many entries of the epoch's order (shared
         by all ranks) the whole world has consumed; any world size resumes
         from it."""
         return _global(self.state_dict())
 
     @property
-    def epoch(self):
+    def epoch(self) -> int:
         """The epoch the next iterator serves."""
         return self._start()[0]
 
-    def set_epoch(self, epoch):
+    def set_epoch(self, epoch: int) -> None:
         """Serve epoch from its first batch next (DistributedSampler's
         set_epoch). A resume point loaded for that same epoch is kept."""
         epoch = int(epoch)
@@ -377,7 +410,7 @@ class Dataset(torch.utils.data.IterableDataset):
         if not (self._resume and self._pos[0] == epoch):
             self._seek((epoch, 0, 0), False)
 
-    def state_dict(self):
+    def state_dict(self) -> Dict[str, Any]:
         """The position after the last batch returned, with the fields that
         give it meaning: "epoch", "batch", and "offset" (0 but in an epoch
         resumed under another world; see load_state_dict)."""
@@ -385,7 +418,7 @@ class Dataset(torch.utils.data.IterableDataset):
         d["epoch"], d["batch"], d["offset"] = self._pos
         return d
 
-    def load_state_dict(self, state):
+    def load_state_dict(self, state: Union[Mapping[str, Any], Sequence[Mapping[str, Any]]]) -> None:
         """Resume at a saved position: the next iterator starts there.
 
         state is one rank's state_dict, or a list of every rank's. dataset,
@@ -393,8 +426,11 @@ class Dataset(torch.utils.data.IterableDataset):
         epoch's order. world_size, batch_size, drop_last and rank may
         differ: the state's global position (the epoch and how many entries
         of its order the old world consumed) is then split afresh over
-        this world, so no sample is lost or repeated and each keeps its
-        augmentation (the elastic resume of docs/RESUME.md). Any rank's
+        this world, so no sample is lost and each keeps its augmentation
+        (the elastic resume of docs/RESUME.md); without sampler_drop_last
+        the rest is padded as DistributedSampler pads, by wrapping to the
+        start of the epoch's order: fewer than world_size samples are
+        delivered a second time. Any rank's
         state will do, as data-parallel ranks save after the same step;
         given every rank's, they must agree, or ValueError names them."""
         many = isinstance(state, (list, tuple))
@@ -446,7 +482,7 @@ class Dataset(torch.utils.data.IterableDataset):
 
     # -- sizes and names --------------------------------------------------
 
-    def info(self):
+    def info(self) -> DatasetInfo:
         """DatasetInfo of the served dataset (one ListDatasets call, cached;
         waits up to connect_timeout for the daemon)."""
         if self._info is None:
@@ -469,17 +505,37 @@ class Dataset(torch.utils.data.IterableDataset):
                             grpc.StatusCode.NOT_FOUND)
         return self._info
 
-    def samples_per_epoch(self):
+    def samples_per_epoch(self) -> int:
         """This rank's samples per epoch (DistributedSampler's num_samples)."""
         n, w = self.info().size, self.world_size
         return n // w if self.sampler_drop_last else _ceil_div(n, w)
 
-    def __len__(self):
-        """Batches per epoch for this rank."""
+    def batches_per_epoch(self) -> int:
+        """This rank's batches in a whole epoch (what a schedule of steps
+        per epoch wants; len(ds) is the next loop's)."""
         s = self.samples_per_epoch()
         return s // self.batch_size if self.drop_last else _ceil_div(s, self.batch_size)
 
-    def spec(self):
+    def __len__(self) -> int:
+        """Batches the next loop over the dataset yields: this rank's
+        batches per epoch, or after load_state_dict the rest of the resumed
+        epoch (from its batch, and under another world from its offset)."""
+        _, b, o = self._start()
+        if (b, o) == (0, 0):
+            return self.batches_per_epoch()
+        left = _batches_from(self.info().size, self.world_size, self.batch_size, self.sampler_drop_last,
+                             self.drop_last, o) - b
+        return max(0, left)
+
+    def __getitem__(self, index: Any) -> Any:
+        # torch's Dataset.__getitem__ raises a bare NotImplementedError.
+        raise NotImplementedError(
+            f"loaderd: a loaderd.Dataset is iterable, not indexable: ds[{index!r}] (map-style access) is not "
+            "supported yet. Iterate it (for images, labels in ds); ds.batches() gives Batch objects whose "
+            ".indices say which dataset index each sample is; ds.sample_names(indices) names their files; "
+            "load_state_dict starts a loop at a saved position")
+
+    def spec(self) -> str:
         """The augmentation spec the streams ask for ("" is the daemon's
         default for the dataset)."""
         if self._spec is None:
@@ -492,7 +548,7 @@ class Dataset(torch.utils.data.IterableDataset):
                 self._spec = eval_augment(info.default_augment, info.shape)
         return self._spec
 
-    def sample_names(self, indices):
+    def sample_names(self, indices: Union[torch.Tensor, Iterable[int]]) -> List[str]:
         """The file or archive member name of each dataset index (e.g.
         Batch.indices): the source's own names, or the decimal index for a
         source without any. Fetched from the daemon in pages of 10,000 and
@@ -521,24 +577,24 @@ class Dataset(torch.utils.data.IterableDataset):
             out.append(page[i % _rpc.MAX_NAMES])
         return out
 
-    def sample_name(self, index):
+    def sample_name(self, index: int) -> str:
         """The file or archive member name of one dataset index."""
         return self.sample_names([index])[0]
 
     # -- iteration ------------------------------------------------------
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Tuple[torch.Tensor, torch.Tensor]]:
         """(images, labels) for one epoch: the current one, from its start
         (or from a loaded resume point)."""
         _refuse_collating_dataloader()
         return BatchIterator(self, epochs=1, pairs=True)
 
-    def batches(self, epochs=1):
+    def batches(self, epochs: Optional[int] = 1) -> Iterator[Batch]:
         """Batch objects for epochs epochs from the current one (None: until
         the run's last epoch, or endlessly)."""
         return BatchIterator(self, epochs=epochs, pairs=False)
 
-    def close(self):
+    def close(self) -> None:
         """End every stream of the dataset and close its channel. The
         dataset may be iterated again afterwards (it reconnects)."""
         for it in list(self._iters):
@@ -549,10 +605,10 @@ class Dataset(torch.utils.data.IterableDataset):
             self._channel = self._stub = None
         _live.discard(self)
 
-    def __enter__(self):
+    def __enter__(self) -> Dataset:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     def __del__(self):
@@ -623,7 +679,8 @@ class Dataset(torch.utils.data.IterableDataset):
         """Batches of pos's epoch from its offset, under a stream's header."""
         if pos[2] == 0:
             return int(header.batches_per_epoch)
-        return _batches_from(int(header.dataset_size), self.world_size, self.batch_size, self.sampler_drop_last,
+        n = int(header.epoch_samples) or int(header.dataset_size)  # 0 from a daemon older than the field
+        return _batches_from(n, self.world_size, self.batch_size, self.sampler_drop_last,
                              self.drop_last, pos[2])
 
     def _take_session(self, pos):
@@ -698,7 +755,7 @@ class BatchIterator:
     """One pass over a Dataset's batches; see Dataset for when memory is
     released. Independent of the dataset's other iterators."""
 
-    def __init__(self, ds, epochs, pairs):
+    def __init__(self, ds: Dataset, epochs: Optional[int], pairs: bool) -> None:
         if torch.utils.data.get_worker_info() is not None:
             # A forked worker inherits the parent's gRPC channel, which does
             # not survive fork(); and every worker would stream every batch.
@@ -719,14 +776,14 @@ class BatchIterator:
         ds._iters.add(self)
 
     @property
-    def position(self):
+    def position(self) -> Tuple[int, int]:
         """(epoch, batch) of the next batch this iterator returns."""
         return self._pos[:2]
 
-    def __iter__(self):
+    def __iter__(self) -> BatchIterator:
         return self
 
-    def __next__(self):
+    def __next__(self) -> Any:  # (images, labels) from iter(ds), a Batch from ds.batches()
         if self._done:
             raise StopIteration
         ds = self._ds
@@ -744,7 +801,9 @@ class BatchIterator:
             raise StopIteration
         self._held.append(b)
         ds._pos, ds._resume = self._pos, False
-        return (b.images, b.labels) if self._pairs else b
+        if not self._pairs:
+            return b
+        return b.images, b.labels if b.soft_labels is None else b.soft_labels
 
     def _receive(self):
         ds = self._ds
@@ -796,7 +855,7 @@ class BatchIterator:
                 ds._park(s, self._pos)
         ds._iters.discard(self)
 
-    def close(self):
+    def close(self) -> None:
         """Stop early: release held batches and end the stream. The
         dataset's position stays after the last batch returned (state_dict);
         its next iterator starts the epoch again."""

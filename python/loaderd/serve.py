@@ -1,6 +1,8 @@
 """loaderd.serve: a daemon for the length of a script, a notebook or a with
 block, on a private Unix socket."""
 
+from __future__ import annotations
+
 import os
 import shutil
 import signal
@@ -8,16 +10,17 @@ import subprocess
 import tempfile
 import threading
 import time
+from typing import Iterable, Mapping, Optional, Sequence, Set, Union
 
 import grpc
 
 from . import _fork, _rpc
 from ._errors import Error
 
-_running = set()  # started and not stopped: stopped at exit (see dataset._close_all)
+_running: Set["Daemon"] = set()  # started and not stopped: stopped at exit (see dataset._close_all)
 
 
-def after_fork():
+def after_fork() -> None:
     """In a forked child: the parent's daemons stay the parent's (the
     child's exit must not stop them, nor remove their directories)."""
     _running.clear()
@@ -28,23 +31,45 @@ _FAST_RETRY = [("grpc.initial_reconnect_backoff_ms", 50), ("grpc.min_reconnect_b
                ("grpc.max_reconnect_backoff_ms", 250)]
 
 
-def find_binary(binary=None):
-    """The loaderd executable: binary if given, else $LOADERD_BIN, else
-    `loaderd` on PATH."""
+# The daemon a wheel carries (scripts/wheel.sh puts it here); a source
+# install has none.
+BUNDLED = os.path.join(os.path.dirname(os.path.abspath(__file__)), "bin", "loaderd")
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+
+def bundled_binary() -> Optional[str]:
+    """The daemon inside this package (a wheel built by scripts/wheel.sh),
+    or None (a source install)."""
+    if os.path.isfile(BUNDLED) and os.access(BUNDLED, os.X_OK):
+        return BUNDLED
+    return None
+
+
+def find_binary(binary: Optional[PathLike] = None) -> str:
+    """The loaderd executable, the first of: binary if given, $LOADERD_BIN,
+    the daemon bundled in this package (a wheel), `loaderd` on PATH. The
+    explicit ones win: a binary= or $LOADERD_BIN that is not an executable
+    is an error, not skipped."""
     for what, cand in (("binary=", binary), ("$LOADERD_BIN", os.environ.get("LOADERD_BIN"))):
         if cand:
             path = shutil.which(os.fspath(cand)) or os.fspath(cand)
             if not (os.path.isfile(path) and os.access(path, os.X_OK)):
                 raise Error(f"loaderd: {what} {cand!r} is not an executable file")
             return os.path.abspath(path)
-    path = shutil.which("loaderd")
+    path = bundled_binary() or shutil.which("loaderd")
     if path is None:
-        raise Error("loaderd: no loaderd binary on PATH: build it (`go build -o bin/ ./cmd/loaderd` in the loaderd "
-                    "repository) and put bin/ on PATH, set LOADERD_BIN, or pass binary=")
+        raise Error("loaderd: no loaderd binary on PATH, and none bundled with this package (a source install): "
+                    "install the wheel with the daemon inside (scripts/wheel.sh builds it), or build the daemon "
+                    "(`go build -o bin/ ./cmd/loaderd` in the loaderd repository) and put bin/ on PATH, set "
+                    "LOADERD_BIN, or pass binary=")
     return path
 
 
-def _dataset_args(datasets):
+Datasets = Union[str, Mapping[str, str], Iterable[PathLike]]
+
+
+def _dataset_args(datasets: Datasets) -> list[str]:
     if isinstance(datasets, str):
         datasets = [datasets]
     if isinstance(datasets, dict):
@@ -68,7 +93,8 @@ class Daemon:
     loaderd.Dataset takes; stop() (or leaving the with block, or the
     interpreter's exit) ends it: SIGTERM, then SIGKILL after stop_timeout."""
 
-    def __init__(self, proc, socket, workdir, log, owns_workdir, stop_timeout):
+    def __init__(self, proc: subprocess.Popen[bytes], socket: str, workdir: str, log: str, owns_workdir: bool,
+                 stop_timeout: float) -> None:
         self.proc = proc
         self.socket = socket
         self.address = "unix://" + socket
@@ -76,14 +102,14 @@ class Daemon:
         self.log = log
         self._owns = owns_workdir
         self.stop_timeout = stop_timeout
-        self.returncode = None
+        self.returncode: Optional[int] = None
         self._owner = os.getpid()  # a forked child neither waits for nor stops its parent's daemon
 
     @property
-    def pid(self):
+    def pid(self) -> int:
         return self.proc.pid
 
-    def alive(self):
+    def alive(self) -> bool:
         if os.getpid() != self._owner:
             try:
                 os.kill(self.proc.pid, 0)
@@ -92,7 +118,7 @@ class Daemon:
                 return False
         return self.proc.poll() is None
 
-    def log_tail(self, lines=20):
+    def log_tail(self, lines: int = 20) -> str:
         """The last lines of the daemon's log."""
         try:
             with open(self.log, "rb") as f:
@@ -103,7 +129,7 @@ class Daemon:
             return ""
         return "\n".join(text.splitlines()[-lines:])
 
-    def stop(self, timeout=None):
+    def stop(self, timeout: Optional[float] = None) -> Optional[int]:
         """Stop the daemon (SIGTERM: streams end with UNAVAILABLE; SIGKILL
         after timeout seconds) and remove its private directory. Returns its
         exit code; idempotent. In a process forked from the one that
@@ -111,6 +137,12 @@ class Daemon:
         if self.returncode is None and os.getpid() == self._owner:
             timeout = self.stop_timeout if timeout is None else timeout
             if self.proc.poll() is None:
+                # This process's own streams and channels end first: the
+                # daemon's graceful stop would wait 5 s for their connections.
+                from .dataset import _daemon_stopping  # (dataset imports this module)
+                _daemon_stopping(os.path.abspath(self.socket), Error(
+                    f"loaderd: the daemon at {self.address} was stopped (Daemon.stop()) while this stream was open; "
+                    "start a new iterator on a running daemon", grpc.StatusCode.CANCELLED))
                 try:
                     self.proc.send_signal(signal.SIGTERM)
                     self.proc.wait(timeout)
@@ -123,19 +155,20 @@ class Daemon:
                 shutil.rmtree(self.workdir, ignore_errors=True)
         return self.returncode
 
-    def __enter__(self):
+    def __enter__(self) -> Daemon:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.stop()
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         state = "running" if self.returncode is None and self.alive() else f"exited {self.proc.returncode}"
         return f"<loaderd.Daemon pid {self.pid} at {self.address}, {state}>"
 
 
-def serve(datasets, *, binary=None, workers=None, args=(), socket=None, log=None, ready_timeout=120.0,
-          stop_timeout=15.0):
+def serve(datasets: Datasets, *, binary: Optional[PathLike] = None, workers: Union[int, str, None] = None,
+          args: Sequence[PathLike] = (), socket: Optional[PathLike] = None, log: Optional[PathLike] = None,
+          ready_timeout: float = 120.0, stop_timeout: float = 15.0) -> Daemon:
     """Start `loaderd serve` on a private Unix socket and wait until it is
     healthy (gRPC health: SERVING); returns a Daemon, also a context
     manager:
@@ -144,7 +177,8 @@ def serve(datasets, *, binary=None, workers=None, args=(), socket=None, log=None
             ds = loaderd.Dataset(d.address, "cifar10", 256)
 
     datasets: {name: "FORMAT:PATH"} or a list of "NAME=FORMAT:PATH".
-    binary: the executable (default $LOADERD_BIN, else `loaderd` on PATH).
+    binary: the executable (default: $LOADERD_BIN, else the daemon bundled
+        in this package's wheel, else `loaderd` on PATH; find_binary()).
     workers: the daemon's worker goroutines (default: its own, GOMAXPROCS),
         or "auto": as many as keep the trainers from waiting (docs/OPERATIONS.md).
     args: more `loaderd serve` flags, e.g. ["--memory-limit", "2GiB"].
@@ -192,7 +226,7 @@ def serve(datasets, *, binary=None, workers=None, args=(), socket=None, log=None
     return d
 
 
-def _wait_healthy(d, timeout):
+def _wait_healthy(d: Daemon, timeout: float) -> None:
     t0 = time.monotonic()
     deadline = t0 + timeout
     last = "no socket yet"
@@ -217,7 +251,7 @@ def _wait_healthy(d, timeout):
             time.sleep(0.02)
 
 
-def stop_all():
+def stop_all() -> None:
     for d in list(_running):
         try:
             d.stop()

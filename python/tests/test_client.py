@@ -183,6 +183,32 @@ def test_serve_starts_waits_and_stops(binary, data):
     assert not os.path.exists(d.workdir)
 
 
+@pytest.mark.parametrize("keep", ["iterator", "peek", "warm"])
+def test_stop_is_prompt_with_a_live_stream(binary, data, keep):
+    """PYTORCH.md's notebook: d.stop() with an iterator still alive (kept,
+    or dropped after next(iter(ds)), or a finished epoch's parked stream)
+    returns at once, not after gRPC's 5 s wait for the connection; the
+    kept iterator's next use says the daemon was stopped."""
+    path, _, _ = data["c10"]
+    d = loaderd.serve({"c10": f"cifar:{path}"}, binary=binary, workers=1)
+    ds = loaderd.Dataset(d.address, "c10", 250)
+    it = iter(ds)
+    if keep == "iterator":
+        next(it)
+    elif keep == "peek":
+        images, labels = next(iter(ds))
+        del it
+    else:
+        assert sum(len(lab) for _, lab in it) == N  # the next epoch's stream stays open
+    t0 = time.monotonic()
+    assert d.stop() == 0
+    assert time.monotonic() - t0 < 0.5
+    if keep == "iterator":
+        with pytest.raises(loaderd.Error, match=r"was stopped \(Daemon.stop\(\)\) while this stream was open"):
+            next(it)
+    ds.close()
+
+
 def test_serve_finds_the_binary_and_reports_a_failed_start(binary, monkeypatch):
     monkeypatch.setenv("PATH", "/nonexistent")
     monkeypatch.delenv("LOADERD_BIN", raising=False)

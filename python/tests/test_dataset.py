@@ -136,6 +136,8 @@ def test_state_dict_resume_gives_exactly_the_remaining_batches(open_dataset, tra
 
     resumed = open_dataset(epochs=2, transport=transport)
     resumed.load_state_dict(state)
+    assert len(resumed) == math.ceil(N / 64) - stop_at[1]  # what the next loop yields
+    assert resumed.batches_per_epoch() == math.ceil(N / 64)
     rest = run(resumed, None)
     assert len(rest) == len(whole) - taken
     for got, want in zip(rest, whole[taken:]):

@@ -55,8 +55,10 @@ def test_elastic_resume(open_dataset, reference, w, w2, stop):
         # Every rank's states, or rank 0's alone: the same resume point.
         ds.load_state_dict(states if r % 2 == 0 else states[0])
         assert ds.epoch == EPOCH and ds.offset == g and ds.position == (EPOCH, 0)
-        n = len(got)
-        collect(ds.batches(), got)
+        n, announced, delivered = len(got), len(ds), []
+        collect((delivered.append(b) or b for b in ds.batches()), got)
+        assert len(delivered) == announced, f"len(ds) said {announced} batches, the loop gave {len(delivered)}"
+        assert len(ds) == ds.batches_per_epoch()  # the next loop is a whole epoch
         assert ds.position == (EPOCH + 1, 0) and ds.offset == 0
         assert len(got) > n or g >= N_ODD - r
     rest = N_ODD - g

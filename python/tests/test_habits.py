@@ -58,6 +58,12 @@ def test_eval_dataset_keeps_explicit_choices(open_dataset):
 
 # -- iterators ----------------------------------------------------------------
 
+def test_indexing_says_what_to_do_instead(open_dataset):
+    ds = open_dataset()
+    with pytest.raises(NotImplementedError, match=r"iterable, not indexable: ds\[3\].*sample_names"):
+        ds[3]
+
+
 def test_a_second_iterator_is_independent(open_dataset):
     ds = open_dataset(augment="out=u8")
     pairs = list(zip(ds, ds))  # zip used to stop the first at once

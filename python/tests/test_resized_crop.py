@@ -17,7 +17,13 @@ STD = (0.229, 0.224, 0.225)
 SIZE = 24
 
 
-def test_resized_crop_box_reproduces_the_tensor(binary, tmp_path):
+@pytest.mark.parametrize("options", [
+    "size=any&decoder=turbo",
+    # exact=torchvision: no DCT-scaled decode, so every crop is
+    # torchvision's; without size=, size=any is implied by the sizes.
+    "decoder=turbo&exact=torchvision",
+])
+def test_resized_crop_box_reproduces_the_tensor(binary, tmp_path, options):
     if ctypes.util.find_library("turbojpeg") is None:
         pytest.skip("libturbojpeg absent: the daemon's pixels would not be PIL's (scripts/jpeg-setup.sh)")
     rng = np.random.default_rng(5)
@@ -31,7 +37,7 @@ def test_resized_crop_box_reproduces_the_tensor(binary, tmp_path):
         p = d / f"{i:02d}.jpg"
         Image.fromarray(px.astype(np.uint8)).save(p, quality=90)
         images[str(p)] = Image.open(p).convert("RGB")
-    dm = Daemon(binary, tmp_path, {"any": f"folder:{root}?size=any&decoder=turbo"})
+    dm = Daemon(binary, tmp_path, {"any": f"folder:{root}?{options}"})
     dm.start()
     try:
         ds = loaderd.Dataset(dm.address, "any", 4, seed=7, epochs=3, include_params=True,
@@ -51,7 +57,7 @@ def test_resized_crop_box_reproduces_the_tensor(binary, tmp_path):
                                                             h == img.height or w == img.width)
                 boxes.add((name, t, l, h, w))
                 flips.add(f)
-                if h >= 2 * SIZE and w >= 2 * SIZE:
+                if h >= 2 * SIZE and w >= 2 * SIZE and "exact=torchvision" not in options:
                     continue  # decoded at a reduced DCT scale: not PIL's full decode
                 want = TF.resized_crop(img, t, l, h, w, [SIZE, SIZE])
                 if f:
@@ -62,5 +68,7 @@ def test_resized_crop_box_reproduces_the_tensor(binary, tmp_path):
             b.release()
         ds.close()
         assert exact >= 8 and len(boxes) >= 16 and flips == {False, True}, (exact, len(boxes), flips)
+        if "exact=torchvision" in options:
+            assert exact == 3 * len(images), "exact=torchvision: every crop is torchvision's"
     finally:
         dm.stop()
