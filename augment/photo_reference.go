@@ -64,7 +64,7 @@ func (st *photoStage) reference(p *Pipeline, dst, src []byte, prm sample.Params)
 			fill := s.fill
 			for _, po := range ph.Ops[:ph.NumOps] {
 				next(img.C, func(d, s pil.Image) {
-					pil.ApplyOp(d, s, pil.Op(po.Op), float64(po.Magnitude), fill)
+					pil.ApplyOp(d, s, po.Op, float64(po.Magnitude), fill)
 				})
 			}
 		}

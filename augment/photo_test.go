@@ -8,7 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/loaderd/loaderd/augment/internal/pil"
 	"github.com/loaderd/loaderd/client/sample"
 )
 
@@ -389,17 +388,5 @@ func TestNewPipelineAsErasing(t *testing.T) {
 	}
 	if got, want := p.String(), "crop=32:4,color_jitter=0.4:0:0:0,normalize=cifar10,out=bf16:hwc,random_erasing=0.5:0.02-0.33:0.3-3.3:0"; got != want {
 		t.Errorf("NewPipelineAs = %s, want %s", got, want)
-	}
-}
-
-// TestAugOpNames: the record's operation codes are pil's.
-func TestAugOpNames(t *testing.T) {
-	for o := range sample.NumAugOps {
-		if got, want := pil.Op(o).String(), o.String(); got != want {
-			t.Errorf("op %d: pil calls it %s, sample %s", o, got, want)
-		}
-		if po, ok := pil.ParseOp(o.String()); !ok || uint8(po) != uint8(o) {
-			t.Errorf("pil.ParseOp(%s) = %d, %v", o, po, ok)
-		}
 	}
 }

@@ -318,7 +318,7 @@ func (st *photoStage) apply(p *Pipeline, dst, src []byte, prm sample.Params, sc 
 		default: // the AutoAugment family
 			for _, po := range ph.Ops[:ph.NumOps] {
 				if po.Op != sample.OpIdentity {
-					pil.ApplyOp(m.dst(s.out), m.src(s.in), pil.Op(po.Op), float64(po.Magnitude), s.fill)
+					pil.ApplyOp(m.dst(s.out), m.src(s.in), po.Op, float64(po.Magnitude), s.fill)
 					m.cur = 1 - m.cur
 				}
 			}

@@ -1,6 +1,10 @@
 package pil
 
-import "math"
+import (
+	"math"
+
+	"github.com/loaderd/loaderd/client/sample"
+)
 
 // ApplyOp performs torchvision's autoaugment._apply_op(img, op, magnitude,
 // NEAREST, fill) on a PIL image; magnitude is the signed value _apply_op
@@ -11,36 +15,36 @@ import "math"
 func ApplyOp(dst, src Image, op Op, magnitude float64, fill []uint8) {
 	var origin = [2]float64{0, 0}
 	switch op {
-	case OpIdentity:
+	case sample.OpIdentity:
 		check(dst, src, 0)
 		copy(dst.Pix, src.Pix[:src.n()])
-	case OpShearX:
+	case sample.OpShearX:
 		Affine(dst, src, 0, [2]float64{}, 1, [2]float64{math.Atan(magnitude) * radToDeg, 0}, &origin, fill)
-	case OpShearY:
+	case sample.OpShearY:
 		Affine(dst, src, 0, [2]float64{}, 1, [2]float64{0, math.Atan(magnitude) * radToDeg}, &origin, fill)
-	case OpTranslateX:
+	case sample.OpTranslateX:
 		Affine(dst, src, 0, [2]float64{math.Trunc(magnitude), 0}, 1, [2]float64{}, nil, fill)
-	case OpTranslateY:
+	case sample.OpTranslateY:
 		Affine(dst, src, 0, [2]float64{0, math.Trunc(magnitude)}, 1, [2]float64{}, nil, fill)
-	case OpRotate:
+	case sample.OpRotate:
 		Rotate(dst, src, magnitude, fill)
-	case OpBrightness:
+	case sample.OpBrightness:
 		Brightness(dst, src, 1+magnitude)
-	case OpColor:
+	case sample.OpColor:
 		Saturation(dst, src, 1+magnitude)
-	case OpContrast:
+	case sample.OpContrast:
 		Contrast(dst, src, 1+magnitude)
-	case OpSharpness:
+	case sample.OpSharpness:
 		Sharpness(dst, src, 1+magnitude)
-	case OpPosterize:
+	case sample.OpPosterize:
 		Posterize(dst, src, int(magnitude))
-	case OpSolarize:
+	case sample.OpSolarize:
 		Solarize(dst, src, magnitude)
-	case OpAutoContrast:
+	case sample.OpAutoContrast:
 		AutoContrast(dst, src)
-	case OpEqualize:
+	case sample.OpEqualize:
 		Equalize(dst, src)
-	case OpInvert:
+	case sample.OpInvert:
 		Invert(dst, src)
 	default:
 		panic("pil: unknown op " + op.String())

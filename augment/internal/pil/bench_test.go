@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/loaderd/loaderd/client/sample"
 )
 
 // BenchmarkOps times one operation of each family on a 224×224 RGB image.
@@ -31,8 +33,8 @@ func BenchmarkOps(b *testing.B) {
 		{"equalize", func() { Equalize(dst, src) }},
 		{"invert", func() { Invert(dst, src) }},
 		{"rotate", func() { Rotate(dst, src, 17, fill) }},
-		{"shear", func() { ApplyOp(dst, src, OpShearX, 0.3, fill) }},
-		{"translate", func() { ApplyOp(dst, src, OpTranslateX, 30, fill) }},
+		{"shear", func() { ApplyOp(dst, src, sample.OpShearX, 0.3, fill) }},
+		{"translate", func() { ApplyOp(dst, src, sample.OpTranslateX, 30, fill) }},
 		{"gaussian_blur", func() { GaussianBlur(dst, src, [2]int{9, 9}, [2]float64{2, 2}, scratch) }},
 	}
 	for _, op := range ops {

@@ -3,6 +3,8 @@ package pil
 import (
 	"fmt"
 	"math/rand/v2"
+
+	"github.com/loaderd/loaderd/client/sample"
 )
 
 // shape is an input size; the 1-pixel-wide and 2-pixel-high ones reach
@@ -170,20 +172,20 @@ func magnitudes(op Op, h, w int, sparse bool) []float64 {
 	}
 	for _, n := range []int{10, 31} {
 		switch op {
-		case OpShearX, OpShearY:
+		case sample.OpShearX, sample.OpShearY:
 			tabs = append(tabs, linspace(0, 0.3, n), linspace(0, 0.99, n))
-		case OpTranslateX:
+		case sample.OpTranslateX:
 			tabs = append(tabs, linspace(0, 150.0/331.0*float64(w), n), linspace(0, 32, n))
-		case OpTranslateY:
+		case sample.OpTranslateY:
 			tabs = append(tabs, linspace(0, 150.0/331.0*float64(h), n), linspace(0, 32, n))
-		case OpRotate:
+		case sample.OpRotate:
 			tabs = append(tabs, linspace(0, 30, n), linspace(0, 135, n))
-		case OpBrightness, OpColor, OpContrast, OpSharpness:
+		case sample.OpBrightness, sample.OpColor, sample.OpContrast, sample.OpSharpness:
 			tabs = append(tabs, linspace(0, 0.9, n), linspace(0, 0.99, n))
-		case OpPosterize:
+		case sample.OpPosterize:
 			signed = false
 			tabs = append(tabs, posterize(n, 4), posterize(n, 6))
-		case OpSolarize:
+		case sample.OpSolarize:
 			signed = false
 			tabs = append(tabs, linspace(255, 0, n))
 		default:

@@ -1,5 +1,7 @@
 package pil
 
+import "github.com/loaderd/loaderd/client/sample"
+
 // Image is a dense uint8 image in HWC order: Pix[(y*W+x)*C+c], C is 1 (L)
 // or 3 (RGB).
 type Image struct {
@@ -7,77 +9,20 @@ type Image struct {
 	H, W, C int
 }
 
-// Op is one of AutoAugment's operations, as torchvision's
-// autoaugment._apply_op names them.
-type Op uint8
+// Op is one of AutoAugment's operations: client/sample's AugOp, whose
+// numbering the wire and sample.Params use, so that a drawn operation
+// needs no translation. Its String is torchvision's name ("ShearX").
+type Op = sample.AugOp
 
-// The operations, in the order of RandAugment's augmentation space
-// (Identity first), then Invert, which only AutoAugment uses.
-const (
-	OpIdentity Op = iota
-	OpShearX
-	OpShearY
-	OpTranslateX
-	OpTranslateY
-	OpRotate
-	OpBrightness
-	OpColor
-	OpContrast
-	OpSharpness
-	OpPosterize
-	OpSolarize
-	OpAutoContrast
-	OpEqualize
-	OpInvert
-	numOps
-)
-
-var opNames = [numOps]string{
-	OpIdentity:     "Identity",
-	OpShearX:       "ShearX",
-	OpShearY:       "ShearY",
-	OpTranslateX:   "TranslateX",
-	OpTranslateY:   "TranslateY",
-	OpRotate:       "Rotate",
-	OpBrightness:   "Brightness",
-	OpColor:        "Color",
-	OpContrast:     "Contrast",
-	OpSharpness:    "Sharpness",
-	OpPosterize:    "Posterize",
-	OpSolarize:     "Solarize",
-	OpAutoContrast: "AutoContrast",
-	OpEqualize:     "Equalize",
-	OpInvert:       "Invert",
-}
-
-// String returns torchvision's name of the operation, e.g. "ShearX".
-func (o Op) String() string {
-	if o < numOps {
-		return opNames[o]
-	}
-	return "Op(" + itoa(int(o)) + ")"
-}
+const numOps = sample.NumAugOps
 
 // ParseOp returns the operation torchvision calls name.
 func ParseOp(name string) (Op, bool) {
-	for i, n := range opNames {
-		if n == name {
-			return Op(i), true
+	for o := range numOps {
+		if o.String() == name {
+			return o, true
 		}
 	}
 	return 0, false
 }
 
-func itoa(v int) string {
-	if v == 0 {
-		return "0"
-	}
-	var b [20]byte
-	i := len(b)
-	for v > 0 {
-		i--
-		b[i] = byte('0' + v%10)
-		v /= 10
-	}
-	return string(b[i:])
-}

@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"testing"
+
+	"github.com/loaderd/loaderd/client/sample"
 )
 
 func newImage(h, w, c int) Image { return Image{Pix: make([]byte, h*w*c), H: h, W: w, C: c} }
@@ -36,9 +38,9 @@ func TestIdentities(t *testing.T) {
 		{"rotate 360", func(d, s Image) { Rotate(d, s, 360, nil) }},
 		{"rotate -720", func(d, s Image) { Rotate(d, s, -720, nil) }},
 		{"affine identity", func(d, s Image) { Affine(d, s, 0, [2]float64{}, 1, [2]float64{}, nil, nil) }},
-		{"identity op", func(d, s Image) { ApplyOp(d, s, OpIdentity, 0, nil) }},
-		{"shear 0", func(d, s Image) { ApplyOp(d, s, OpShearX, 0, nil) }},
-		{"translate 0.9", func(d, s Image) { ApplyOp(d, s, OpTranslateY, 0.9, nil) }},
+		{"identity op", func(d, s Image) { ApplyOp(d, s, sample.OpIdentity, 0, nil) }},
+		{"shear 0", func(d, s Image) { ApplyOp(d, s, sample.OpShearX, 0, nil) }},
+		{"translate 0.9", func(d, s Image) { ApplyOp(d, s, sample.OpTranslateY, 0.9, nil) }},
 		{"blur 1x1", func(d, s Image) { GaussianBlur(d, s, [2]int{1, 1}, [2]float64{1, 1}, make([]float32, BlurScratch(s))) }},
 		{"invert twice", func(d, s Image) {
 			tmp := newImage(s.H, s.W, s.C)
@@ -99,7 +101,7 @@ func TestConstants(t *testing.T) {
 		{"blur flat", flat, func(d, s Image) {
 			GaussianBlur(d, s, [2]int{7, 5}, [2]float64{2, 1}, make([]float32, BlurScratch(s)))
 		}, func(_ int, v byte) byte { return v }},
-		{"translate right 3", src, func(d, s Image) { ApplyOp(d, s, OpTranslateX, 3.7, []uint8{7}) }, func(i int, _ byte) byte {
+		{"translate right 3", src, func(d, s Image) { ApplyOp(d, s, sample.OpTranslateX, 3.7, []uint8{7}) }, func(i int, _ byte) byte {
 			x := i / 3 % 14
 			if x < 3 {
 				return 7
@@ -150,7 +152,7 @@ func TestOpNames(t *testing.T) {
 	if _, ok := ParseOp("Rotate_"); ok {
 		t.Error("ParseOp accepted an unknown name")
 	}
-	if s := Op(200).String(); s != "Op(200)" {
+	if s := Op(200).String(); s != "AugOp(200)" {
 		t.Errorf("Op(200).String() = %q", s)
 	}
 }
