@@ -11,12 +11,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/loaderd/loaderd/augment"
 	"github.com/loaderd/loaderd/client"
 	"github.com/loaderd/loaderd/client/sample"
-	"github.com/loaderd/loaderd/internal/server"
-	"github.com/loaderd/loaderd/internal/servertest"
-	"github.com/loaderd/loaderd/loader"
 	_ "github.com/loaderd/loaderd/loader/format/synthetic"
 )
 
@@ -28,25 +24,7 @@ import (
 // labels sum to 1 with λ and 1-λ at the right classes.
 func TestBatchMix(t *testing.T) {
 	const spec, seed, rank = "synthetic:61", 11, 1
-	src, err := loader.Open(spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer src.Close()
-	ops, err := augment.ParseOps("crop=32:4,flip,normalize=cifar10,out=f16:hwc,mixup=0.4,cutmix=1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	pipe, err := augment.NewPipeline(src.Spec(), ops...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, addr := servertest.Start(t, server.Options{}, &server.Dataset{Name: "syn", Spec: spec, Source: src})
-	c, err := client.Dial(addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	src, pipe, c := served(t, spec, "crop=32:4,flip,normalize=cifar10,out=f16:hwc,mixup=0.4,cutmix=1", "syn")
 	m, sz, classes := pipe.Mixer(), pipe.Out().Bytes(), len(src.Classes())
 	want, tmp, scratch := make([]byte, 8*sz), make([]byte, sz), make([]byte, src.Spec().Bytes())
 	soft := make([]float32, 8*classes)

@@ -15,8 +15,6 @@ import (
 	"github.com/loaderd/loaderd/augment"
 	"github.com/loaderd/loaderd/client"
 	"github.com/loaderd/loaderd/client/sample"
-	"github.com/loaderd/loaderd/internal/server"
-	"github.com/loaderd/loaderd/internal/servertest"
 	"github.com/loaderd/loaderd/loader"
 	_ "github.com/loaderd/loaderd/loader/format/folder"
 )
@@ -66,26 +64,8 @@ func (s scaler) Want(h, w int) loader.Want {
 // sample's size, and applying it (and the flip) gives the bytes sent.
 func TestResizedCropParams(t *testing.T) {
 	spec := "folder:" + varyingFolder(t) + "?size=any&maxpixels=100000"
-	src, err := loader.Open(spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer src.Close()
-	ops, err := augment.ParseOps("random_resized_crop=24,flip=0.5,out=u8:hwc")
-	if err != nil {
-		t.Fatal(err)
-	}
-	pipe, err := augment.NewPipeline(src.Spec(), ops...)
-	if err != nil {
-		t.Fatal(err)
-	}
+	src, pipe, c := served(t, spec, "random_resized_crop=24,flip=0.5,out=u8:hwc", "any")
 	ss := src.(loader.SizedSource)
-	_, addr := servertest.Start(t, server.Options{}, &server.Dataset{Name: "any", Spec: spec, Source: src})
-	c, err := client.Dial(addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
 	const seed = 3
 	scratch := make([]byte, 100000*3)
 	want := make([]byte, pipe.Out().Bytes())

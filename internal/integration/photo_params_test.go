@@ -8,8 +8,6 @@ import (
 
 	"github.com/loaderd/loaderd/augment"
 	"github.com/loaderd/loaderd/client"
-	"github.com/loaderd/loaderd/internal/server"
-	"github.com/loaderd/loaderd/internal/servertest"
 	"github.com/loaderd/loaderd/loader"
 )
 
@@ -21,27 +19,9 @@ import (
 // bytes sent.
 func TestPhotometricParams(t *testing.T) {
 	spec := "folder:" + varyingFolder(t) + "?size=any&maxpixels=100000"
-	src, err := loader.Open(spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer src.Close()
-	ops, err := augment.ParseOps("random_resized_crop=24,flip,trivial_augment_wide,color_jitter=0.4:0.4:0.4:0.1," +
-		"random_grayscale=0.3,gaussian_blur=3,normalize=imagenet,random_erasing=0.7:0.02-0.33:0.3-3.3:random")
-	if err != nil {
-		t.Fatal(err)
-	}
-	pipe, err := augment.NewPipeline(src.Spec(), ops...)
-	if err != nil {
-		t.Fatal(err)
-	}
+	src, pipe, c := served(t, spec, "random_resized_crop=24,flip,trivial_augment_wide,color_jitter=0.4:0.4:0.4:0.1,"+
+		"random_grayscale=0.3,gaussian_blur=3,normalize=imagenet,random_erasing=0.7:0.02-0.33:0.3-3.3:random", "any")
 	ss := src.(loader.SizedSource)
-	_, addr := servertest.Start(t, server.Options{}, &server.Dataset{Name: "any", Spec: spec, Source: src})
-	c, err := client.Dial(addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
 	const seed = 5
 	scratch := make([]byte, 100000*3)
 	want := make([]byte, pipe.Out().Bytes())
