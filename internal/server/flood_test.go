@@ -29,7 +29,7 @@ import (
 // normal client being measured.
 const (
 	resetFloodAddrEnv = "LOADERD_RESET_FLOOD_ADDR" // the daemon's address, in the child
-	resetFloodFor     = 3 * time.Second // the normal client measures 2 s of it
+	resetFloodFor     = 3 * time.Second            // the normal client measures 2 s of it
 )
 
 // floodOpen is what the attacker opens: batches of 1024 CIFAR-sized
