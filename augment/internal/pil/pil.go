@@ -25,4 +25,3 @@ func ParseOp(name string) (Op, bool) {
 	}
 	return 0, false
 }
-
