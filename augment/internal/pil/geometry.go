@@ -92,7 +92,7 @@ func pyMod(x, y float64) float64 {
 // value is p+e with e recovered by a fused multiply-add; only when p
 // lands exactly on a half does e decide the direction.
 func round15(x float64) float64 {
-	p := x * 1e15
+	p := float64(x * 1e15) // rounded: no FMA may take the product into the sums below (arm64)
 	e := math.FMA(x, 1e15, -p)
 	r := math.Round(p)
 	if math.Abs(p-math.Trunc(p)) == 0.5 {

@@ -79,7 +79,7 @@ func AutoContrast(dst, src Image) {
 			continue
 		}
 		scale := 255.0 / float64(hi-lo)
-		offset := float64(-lo) * scale
+		offset := float64(float64(-lo) * scale) // rounded, so that no FMA takes it into the sum below (arm64)
 		for i := range luts[k] {
 			// The conversion keeps Python's separate rounding of the
 			// product.
