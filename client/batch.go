@@ -64,24 +64,29 @@ func (b *Batch) fill() {
 	for _, d := range w.Shape {
 		b.Shape = append(b.Shape, int(d))
 	}
-	b.Params = b.Params[:0]
-	p := &w.Params
-	if len(p.Height) == 0 && len(p.Width) == 0 {
-		for i := range min(len(p.Top), len(p.Left), len(p.Flip)) {
-			b.Params = append(b.Params, sample.Params{Top: p.Top[i], Left: p.Left[i], Flip: p.Flip[i]})
-		}
-	} else { // a resampling pipeline: (top, left, height, width) is the box
-		for i := range min(len(p.Top), len(p.Left), len(p.Flip), len(p.Height), len(p.Width)) {
-			b.Params = append(b.Params, sample.Params{Flip: p.Flip[i],
-				Box: sample.Box{X: p.Left[i], Y: p.Top[i], W: p.Width[i], H: p.Height[i]}})
-		}
-	}
-	photoParams(b.Params, p)
+	b.Params = paramsFrom(b.Params[:0], &w.Params)
 	b.mix = sample.Mix{}
 	if m := &w.Mix; w.HasMix {
 		b.mix = sample.Mix{Kind: sample.MixKind(m.Kind), Lambda: m.Lam,
 			Box: sample.Box{X: m.BoxLeft, Y: m.BoxTop, W: m.BoxWidth, H: m.BoxHeight}}
 	}
+}
+
+// paramsFrom appends to ps the draws of p, as loader.proto's
+// AugmentParams lays them out: a Batch's, and GetSamples'.
+func paramsFrom(ps []sample.Params, p *wire.Params) []sample.Params {
+	if len(p.Height) == 0 && len(p.Width) == 0 {
+		for i := range min(len(p.Top), len(p.Left), len(p.Flip)) {
+			ps = append(ps, sample.Params{Top: p.Top[i], Left: p.Left[i], Flip: p.Flip[i]})
+		}
+	} else { // a resampling pipeline: (top, left, height, width) is the box
+		for i := range min(len(p.Top), len(p.Left), len(p.Flip), len(p.Height), len(p.Width)) {
+			ps = append(ps, sample.Params{Flip: p.Flip[i],
+				Box: sample.Box{X: p.Left[i], Y: p.Top[i], W: p.Width[i], H: p.Height[i]}})
+		}
+	}
+	photoParams(ps, p)
+	return ps
 }
 
 // photoParams fills the photometric and erasing draws of ps from p,

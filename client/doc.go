@@ -12,6 +12,10 @@
 // Stream counts how long callers waited in Next (Stats.WaitShare): the
 // number that says whether loaderd keeps the devices fed.
 //
+// A dataset opened with fields= carries extra fields beside each image,
+// the dataset's own bytes (Batch.Field, Batch.FieldPresent); a
+// multi-label one, label sets (Batch.LabelSet, Batch.MultiHot).
+//
 // A stream whose daemon goes away (a restart, a rolling upgrade) resumes
 // by itself: it reconnects, up to StreamConfig.Reconnects times, and
 // starts again at the first batch it had not received, so the caller sees

@@ -30,6 +30,7 @@ type Batch struct {
 	params   []sample.Params
 	keys     []int64      // augmentation keys of weighted draws (planAt); nil for an order
 	mixTmp   []byte       // one sample, for the batch ops (mix.go); nil without them
+	fields   batchFields  // extra fields and label sets (fields.go)
 	assigned int          // samples handed to workers (guarded by Pool.mu)
 	pending  atomic.Int32 // samples not yet written
 	busyNs   atomic.Int64 // worker time spent on its chunks (busy.go)
@@ -87,6 +88,7 @@ func (l *Loader) fill(c chunk, wk *worker) {
 	}
 	wk.chunkDone(b)
 	if b.pending.Add(-int32(c.hi-c.lo)) == 0 {
+		l.checkFields(b)
 		l.mixBatch(b) // the last chunk's worker: every sample is written
 		b.done <- struct{}{}
 	}
@@ -121,7 +123,7 @@ func (l *Loader) fillOne(b *Batch, k int, src Source, wk *worker, scratch []byte
 	if b.keys != nil {
 		key = b.keys[k]
 	}
-	wk.sized.want.plan(l, b.Epoch, key)
+	wk.sized.want.plan(l.pipe, l.cfg.Seed, b.Epoch, key)
 	used, label, pix, err := l.skip.Sample(src, b.Epoch, b.Index, idx, scratch)
 	if err == nil {
 		// Keyed by the planned index: a substitute is augmented as the
@@ -141,6 +143,11 @@ func (l *Loader) fillOne(b *Batch, k int, src Source, wk *worker, scratch []byte
 		}
 		if b.Params != nil {
 			b.Params[k] = prm
+		}
+	}
+	if l.fields != nil {
+		if ferr := l.fillFields(b, k, used, err != nil); ferr != nil && err == nil {
+			err = ferr
 		}
 	}
 	if err != nil {

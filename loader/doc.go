@@ -13,8 +13,10 @@
 //
 // Besides Source, a source may implement optional interfaces: Namer,
 // Labeler, SizedSource (images of varying size), ShardOrderer, Prefetcher,
-// DecoderNamer and Digester (what Fingerprint hashes beyond names and
-// labels). Which of them it really has is its capability set,
+// DecoderNamer, Digester (what Fingerprint hashes beyond names and
+// labels) and FieldSource (extra fields passed through as bytes, and
+// label sets, which the Loader reads into each Batch beside the image:
+// Batch.Field, Batch.LabelSet). Which of them it really has is its capability set,
 // Caps(src), a Cap of CapNamer, CapLabeler, CapSized, …; As[T](src)
 // returns it as one of them when it has that capability. A source that
 // wraps another (a Split part, a decoded cache of loader/cache) embeds a

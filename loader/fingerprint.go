@@ -88,6 +88,9 @@ func fingerprint(h hash.Hash, src Source) error {
 			DigestInt(h, int64(l))
 		}
 	}
+	if err := digestFields(h, src); err != nil {
+		return err
+	}
 	if digests {
 		return dig.Digest(h)
 	}

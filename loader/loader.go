@@ -87,6 +87,7 @@ type Loader struct {
 	src      Source
 	sized    SizedSource // src, when its images vary in size
 	pf       Prefetcher  // src, when it prefetches
+	fields   FieldSource // src, when it has extra fields or label sets
 	pipe     *augment.Pipeline
 	dist     sampler.Distributed
 	outBytes int
@@ -191,6 +192,12 @@ func New(pool *Pool, cfg Config) (*Loader, error) {
 		skip: Skipper{Policy: cfg.OnError, MaxSkips: cfg.MaxSkips, OnSkip: cfg.OnSkip}}
 	l.sized, _ = As[SizedSource](cfg.Source)
 	l.pf, _ = As[Prefetcher](cfg.Source)
+	if fs, ok := As[FieldSource](cfg.Source); ok && (len(fs.FieldNames()) > 0 || fs.MultiLabel()) {
+		l.fields = fs
+		if fs.MultiLabel() && cfg.Pipeline.Mixer() != nil {
+			return nil, fmt.Errorf("loader: invalid config: source %s is multi-label and the pipeline %s mixes samples (mixup, cutmix): not supported together", cfg.Source, cfg.Pipeline)
+		}
+	}
 	l.perEpoch = sampler.Batches(dist.NumSamples(), cfg.BatchSize, cfg.DropLastBatch)
 	if l.perEpoch == 0 {
 		return nil, fmt.Errorf("loader: invalid config: rank %d gets %d samples per epoch, no batch of %d", cfg.Rank, dist.NumSamples(), cfg.BatchSize)
@@ -246,6 +253,9 @@ func (l *Loader) setupSlots() error {
 		}
 		if l.pipe.Mixer() != nil {
 			b.mixTmp = make([]byte, l.outBytes)
+		}
+		if l.fields != nil {
+			b.fields = newBatchFields(len(l.fields.FieldNames()), bs, l.fields.MultiLabel())
 		}
 		l.batches = append(l.batches, b)
 		l.idle = append(l.idle, b)

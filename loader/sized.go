@@ -104,21 +104,22 @@ type sizedReader struct {
 // of the size; it keeps its last draw only so that fillOne need not draw
 // again for the size the source reports (params).
 type sizedWant struct {
-	l          *Loader
+	pipe       *augment.Pipeline // nil: the whole image at scale 1 (Reader.Read without a pipeline)
+	seed       uint64
 	epoch, idx int64 // the planned sample's augmentation key (fillOne): substitutes are augmented as it
 	h, w       int   // the size prm was drawn for; 0 before any
 	prm        sample.Params
 }
 
 // plan sets the sample the next reads stand for.
-func (q *sizedWant) plan(l *Loader, epoch, idx int64) {
-	q.l, q.epoch, q.idx, q.h, q.w = l, epoch, idx, 0, 0
+func (q *sizedWant) plan(pipe *augment.Pipeline, seed uint64, epoch, idx int64) {
+	q.pipe, q.seed, q.epoch, q.idx, q.h, q.w = pipe, seed, epoch, idx, 0, 0
 }
 
 // params returns the params of the planned sample for an h×w image.
 func (q *sizedWant) params(h, w int) sample.Params {
 	if h != q.h || w != q.w || h == 0 {
-		q.prm = q.l.pipe.DrawSized(q.l.cfg.Seed, q.epoch, q.idx, h, w)
+		q.prm = q.pipe.DrawSized(q.seed, q.epoch, q.idx, h, w)
 		q.h, q.w = h, w
 	}
 	return q.prm
@@ -126,9 +127,12 @@ func (q *sizedWant) params(h, w int) sample.Params {
 
 // Want implements Scaler.
 func (q *sizedWant) Want(h, w int) Want {
+	if q.pipe == nil {
+		return Want{}
+	}
 	prm := q.params(h, w)
-	box, _ := q.l.pipe.CropBox(prm)
-	return Want{Scale: q.l.pipe.Scale(h, w, prm), Crop: box}
+	box, _ := q.pipe.CropBox(prm)
+	return Want{Scale: q.pipe.Scale(h, w, prm), Crop: box}
 }
 
 // Sample implements Source through SampleSized.

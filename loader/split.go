@@ -327,6 +327,16 @@ func (s *splitSource) Sample(i int64, scratch []byte) (int32, []byte, error) {
 // Name implements Namer: the source's name of the part's sample i.
 func (s *splitSource) Name(i int64) string { return s.Wrapper.Name(s.Origin(i)) }
 
+// AppendField implements FieldSource: the field of the part's sample i.
+func (s *splitSource) AppendField(dst []byte, i int64, f int) ([]byte, bool, error) {
+	return s.Wrapper.AppendField(dst, s.Origin(i), f)
+}
+
+// AppendLabels implements FieldSource: the label set of the part's sample i.
+func (s *splitSource) AppendLabels(dst []int32, i int64) ([]int32, error) {
+	return s.Wrapper.AppendLabels(dst, s.Origin(i))
+}
+
 // Label implements Labeler: the part's label i, without decoding when
 // the source is a Labeler.
 func (s *splitSource) Label(i int64) (int32, error) {

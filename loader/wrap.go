@@ -17,7 +17,7 @@ type DecoderNamer interface {
 
 // Cap is a set of the optional interfaces a Source really implements: its
 // capabilities (see Caps).
-type Cap uint8
+type Cap uint16
 
 // The capabilities, one per optional interface.
 const (
@@ -28,9 +28,10 @@ const (
 	CapPrefetch                   // Prefetcher
 	CapDecoder                    // DecoderNamer
 	CapDigest                     // Digester
+	CapFields                     // FieldSource: extra fields or label sets
 )
 
-var capNames = [...]string{"namer", "labeler", "sized", "shard-order", "prefetch", "decoder", "digest"}
+var capNames = [...]string{"namer", "labeler", "sized", "shard-order", "prefetch", "decoder", "digest", "fields"}
 
 // Has reports whether c holds every capability of x.
 func (c Cap) Has(x Cap) bool { return c&x == x }
@@ -94,6 +95,9 @@ func Caps(src Source) Cap {
 	if _, ok := src.(Digester); ok {
 		c |= CapDigest
 	}
+	if _, ok := src.(FieldSource); ok {
+		c |= CapFields
+	}
 	return c
 }
 
@@ -118,6 +122,8 @@ func capOf[T any]() Cap {
 		return CapDecoder
 	case *Digester:
 		return CapDigest
+	case *FieldSource:
+		return CapFields
 	}
 	return 0
 }
@@ -182,6 +188,7 @@ type Wrapper struct {
 	pf      Prefetcher
 	dec     DecoderNamer
 	dig     Digester
+	fields  FieldSource
 }
 
 // Wrap returns the Wrapper of src, for a wrapper type to embed.
@@ -197,6 +204,7 @@ func Wrap(src Source) Wrapper {
 	w.pf, _ = src.(Prefetcher)
 	w.dec, _ = src.(DecoderNamer)
 	w.dig, _ = src.(Digester)
+	w.fields, _ = src.(FieldSource)
 	return w
 }
 
@@ -302,7 +310,37 @@ func (w *Wrapper) Digest(h hash.Hash) error {
 	return nil
 }
 
+// FieldNames implements FieldSource: the wrapped source's, or none.
+func (w *Wrapper) FieldNames() []string {
+	if w.fields != nil {
+		return w.fields.FieldNames()
+	}
+	return nil
+}
+
+// AppendField implements FieldSource: the wrapped source's field, or
+// absent.
+func (w *Wrapper) AppendField(dst []byte, i int64, f int) ([]byte, bool, error) {
+	if w.fields != nil {
+		return w.fields.AppendField(dst, i, f)
+	}
+	return dst, false, nil
+}
+
+// MultiLabel implements FieldSource: the wrapped source's, or false.
+func (w *Wrapper) MultiLabel() bool { return w.fields != nil && w.fields.MultiLabel() }
+
+// AppendLabels implements FieldSource: the wrapped source's label set,
+// or dst unchanged.
+func (w *Wrapper) AppendLabels(dst []int32, i int64) ([]int32, error) {
+	if w.fields != nil {
+		return w.fields.AppendLabels(dst, i)
+	}
+	return dst, nil
+}
+
 var (
+	_ FieldSource  = (*Wrapper)(nil)
 	_ SizedSource  = (*Wrapper)(nil)
 	_ Namer        = (*Wrapper)(nil)
 	_ Labeler      = (*Wrapper)(nil)

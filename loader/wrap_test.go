@@ -29,12 +29,13 @@ func TestCaps(t *testing.T) {
 
 func TestCapString(t *testing.T) {
 	for c, want := range map[loader.Cap]string{
-		0:                                   "none",
-		loader.CapNamer | loader.CapSized:   "namer|sized",
-		loader.CapDecoder | loader.Cap(128): "decoder|0x80",
+		0:                                    "none",
+		loader.CapNamer | loader.CapSized:    "namer|sized",
+		loader.CapDecoder | loader.CapFields: "decoder|fields",
+		loader.CapNamer | loader.Cap(256):    "namer|0x100",
 	} {
 		if got := c.String(); got != want {
-			t.Errorf("%#x: %q, want %q", uint8(c), got, want)
+			t.Errorf("%#x: %q, want %q", uint16(c), got, want)
 		}
 	}
 	if !(loader.CapNamer | loader.CapSized).Has(loader.CapSized) || loader.CapNamer.Has(loader.CapNamer|loader.CapSized) {

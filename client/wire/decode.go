@@ -76,6 +76,16 @@ type Batch struct {
 	// one (it does iff StreamHeader.batch_mix).
 	Mix    Mix
 	HasMix bool
+	// The extra fields (StreamHeader.field_names): FieldData[f] is field
+	// f's values back to back, copied out of the message into arrays kept
+	// from decode to decode; FieldEnds and FieldPresent are f-major, N
+	// per field. LabelSets and LabelSetEnds are the label sets of a
+	// multi-label stream. Their lengths are as sent: the client checks them.
+	FieldData    [][]byte
+	FieldEnds    []uint32
+	FieldPresent []bool
+	LabelSets    []int32
+	LabelSetEnds []uint32
 }
 
 // Mix is a loaderd.v1.MixRecord.
@@ -123,6 +133,8 @@ type Params struct {
 func (b *Batch) reset() {
 	p := &b.Params
 	*b = Batch{Indices: b.Indices[:0], Labels: b.Labels[:0], Shape: b.Shape[:0],
+		FieldData: b.FieldData[:0], FieldEnds: b.FieldEnds[:0], FieldPresent: b.FieldPresent[:0],
+		LabelSets: b.LabelSets[:0], LabelSetEnds: b.LabelSetEnds[:0],
 		Params: Params{Top: p.Top[:0], Left: p.Left[:0], Flip: p.Flip[:0],
 			Height: p.Height[:0], Width: p.Width[:0],
 			JitterOrder: p.JitterOrder[:0], Jitter: p.Jitter[:0], Gray: p.Gray[:0], Sigma: p.Sigma[:0],
@@ -255,7 +267,8 @@ func (d *Decoder) batchField(b *Batch, num protowire.Number, typ protowire.Type,
 	r := &d.r
 	if typ == protowire.VarintType {
 		switch num {
-		case BatchSeq, BatchEpoch, BatchIndex, BatchIndices, BatchLabels, BatchDType, BatchLayout, BatchShape:
+		case BatchSeq, BatchEpoch, BatchIndex, BatchIndices, BatchLabels, BatchDType, BatchLayout, BatchShape,
+			BatchFieldEnds, BatchFieldPresent, BatchLabelSets, BatchLabelSetEnds:
 		default:
 			return false, nil
 		}
@@ -280,6 +293,14 @@ func (d *Decoder) batchField(b *Batch, num protowire.Number, typ protowire.Type,
 			b.Layout = pb.Layout(int32(v))
 		case BatchShape:
 			b.Shape = append(b.Shape, int64(v))
+		case BatchFieldEnds:
+			b.FieldEnds = append(b.FieldEnds, uint32(v))
+		case BatchFieldPresent:
+			b.FieldPresent = append(b.FieldPresent, protowire.DecodeBool(v))
+		case BatchLabelSets:
+			b.LabelSets = append(b.LabelSets, int32(v))
+		case BatchLabelSetEnds:
+			b.LabelSetEnds = append(b.LabelSetEnds, uint32(v))
 		}
 		return true, nil
 	}
@@ -300,7 +321,8 @@ func (d *Decoder) batchField(b *Batch, num protowire.Number, typ protowire.Type,
 			b.Data = noBytes
 		}
 		return true, r.copyTo(b.Data)
-	case BatchIndices, BatchLabels, BatchShape, BatchShm, BatchParams, BatchMix:
+	case BatchIndices, BatchLabels, BatchShape, BatchShm, BatchParams, BatchMix,
+		BatchFieldData, BatchFieldEnds, BatchFieldPresent, BatchLabelSets, BatchLabelSetEnds:
 	default:
 		return false, nil
 	}
@@ -327,11 +349,34 @@ func (d *Decoder) batchField(b *Batch, num protowire.Number, typ protowire.Type,
 	case BatchMix:
 		b.HasMix = true // a second mix field merges into the first
 		return true, b.Mix.decode(v)
+	case BatchFieldData:
+		b.FieldData = appendBytes(b.FieldData, v)
+	case BatchFieldEnds:
+		b.FieldEnds, ok = appendPacked(b.FieldEnds, v)
+	case BatchFieldPresent:
+		b.FieldPresent, ok = appendPackedBool(b.FieldPresent, v)
+	case BatchLabelSets:
+		b.LabelSets, ok = appendPacked(b.LabelSets, v)
+	case BatchLabelSetEnds:
+		b.LabelSetEnds, ok = appendPacked(b.LabelSetEnds, v)
 	}
 	if !ok {
 		return true, malformed("packed field %d", num)
 	}
 	return true, nil
+}
+
+// appendBytes appends a copy of v to s, reusing the array of the entry it
+// grows into, as reset left it: v is a view of gRPC's buffers.
+func appendBytes(s [][]byte, v []byte) [][]byte {
+	n := len(s)
+	if n < cap(s) {
+		s = s[:n+1]
+	} else {
+		s = append(s, nil)
+	}
+	s[n] = append(s[n][:0], v...)
+	return s
 }
 
 // appendPacked appends the varints of a packed repeated field, truncated

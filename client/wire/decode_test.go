@@ -64,7 +64,8 @@ func asProto(d *Decoder) *pb.StreamReply {
 	}
 	b := d.Batch
 	out := &pb.Batch{Seq: b.Seq, Epoch: b.Epoch, BatchIndex: b.Index, Indices: b.Indices, Labels: b.Labels,
-		Dtype: b.DType, Layout: b.Layout, Shape: b.Shape}
+		Dtype: b.DType, Layout: b.Layout, Shape: b.Shape, FieldData: b.FieldData, FieldEnds: b.FieldEnds,
+		FieldPresent: b.FieldPresent, LabelSets: b.LabelSets, LabelSetEnds: b.LabelSetEnds}
 	switch {
 	case b.HasShm && b.Data != nil:
 		panic("both oneof cases set")
@@ -96,7 +97,8 @@ func dirty() *Batch {
 			JitterOrder: []uint32{9}, Jitter: []float32{9}, Gray: []bool{true}, Sigma: []float32{9}, NumOps: []uint32{9},
 			Op: []uint32{9}, Magnitude: []float32{9}, Erased: []bool{true}, EraseTop: []int32{9}, EraseLeft: []int32{9},
 			EraseHeight: []int32{9}, EraseWidth: []int32{9}, EraseNoise: []uint64{9}}, HasParams: true,
-		Mix: Mix{Kind: 9, Lam: 9, BoxTop: 9}, HasMix: true}
+		Mix: Mix{Kind: 9, Lam: 9, BoxTop: 9}, HasMix: true,
+		FieldData: [][]byte{{9}}, FieldEnds: []uint32{9}, FieldPresent: []bool{true}, LabelSets: []int32{9}, LabelSetEnds: []uint32{9}}
 }
 
 func mustMarshal(m proto.Message) []byte {
@@ -174,7 +176,10 @@ func messages(tensorSize int) map[string][]byte {
 			NumOps: []uint32{2, 0, 1, 4}, Op: []uint32{1, 14, 10, 0, 5, 5, 13}, Magnitude: []float32{-0.3, 0, 4, 0, -30, 30, 0},
 			Erased: []bool{true, false, true, true}, EraseTop: []int32{1, 0, 7, 0}, EraseLeft: []int32{2, 0, 0, 31},
 			EraseHeight: []int32{10, 0, 0, 1}, EraseWidth: []int32{3, 0, 5, 1}, EraseNoise: []uint64{0, 0, 1 << 63, 12345}},
-		Mix: &pb.MixRecord{Kind: pb.MixKind_MIX_KIND_CUTMIX, Lam: 0.71875, BoxTop: 3, BoxLeft: 30, BoxHeight: 9, BoxWidth: 2}}
+		Mix:       &pb.MixRecord{Kind: pb.MixKind_MIX_KIND_CUTMIX, Lam: 0.71875, BoxTop: 3, BoxLeft: 30, BoxHeight: 9, BoxWidth: 2},
+		FieldData: [][]byte{[]byte("a cat.a dogx"), {}}, FieldEnds: []uint32{6, 6, 11, 12, 0, 0, 0, 0},
+		FieldPresent: []bool{true, false, true, true, false, false, false, false},
+		LabelSets:    []int32{1, 3, -1, 0, 9, 70000}, LabelSetEnds: []uint32{2, 3, 3, 6}}
 	inline := proto.CloneOf(full)
 	inline.Tensor = &pb.Batch_Data{Data: tensor}
 	shm := proto.CloneOf(full)
@@ -190,6 +195,8 @@ func messages(tensorSize int) map[string][]byte {
 		fld(nil, BatchIndices, protowire.VarintType, 10), fld(nil, BatchIndices, protowire.VarintType, 11),
 		fld(nil, BatchLabels, protowire.VarintType, uint64(math.MaxUint64)), // -1
 		fld(nil, BatchShape, protowire.VarintType, 2), fld(nil, BatchShape, protowire.BytesType, packed(3, 4)),
+		fld(nil, BatchFieldEnds, protowire.VarintType, 2), fld(nil, BatchFieldPresent, protowire.VarintType, 1),
+		fld(nil, BatchLabelSets, protowire.VarintType, 4), fld(nil, BatchLabelSetEnds, protowire.VarintType, 1),
 		fld(nil, BatchParams, protowire.BytesType, cat(
 			fld(nil, ParamsTop, protowire.VarintType, 1), fld(nil, ParamsTop, protowire.BytesType, packed(2)),
 			fld(nil, ParamsLeft, protowire.VarintType, 5), fld(nil, ParamsFlip, protowire.VarintType, 2),

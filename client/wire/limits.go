@@ -7,10 +7,14 @@ const (
 	// MaxBatchBytes is the largest inline batch tensor; a bigger batch
 	// must use shared memory (the daemon answers InvalidArgument).
 	MaxBatchBytes = 256 << 20
+	// MaxBatchFieldBytes bounds a batch's extra fields (Batch.field_data),
+	// as the daemon's loader.MaxBatchFieldBytes does.
+	MaxBatchFieldBytes = 64 << 20
 	// MaxMessageSize is the largest message the daemon sends and a client
-	// accepts: an inline tensor plus room for its indices, labels and
-	// augmentation parameters (at MaxBatchSize samples, under 0.5 MiB).
-	MaxMessageSize = MaxBatchBytes + 1<<20
+	// accepts: an inline tensor and the extra fields, plus room for the
+	// indices, labels, label sets and augmentation parameters (at
+	// MaxBatchSize samples, under 0.5 MiB).
+	MaxMessageSize = MaxBatchBytes + MaxBatchFieldBytes + 1<<20
 	// MaxRequestSize is the largest message the daemon accepts: an Open
 	// within the string limits below, or a window's worth of acks.
 	MaxRequestSize = 64 << 10

@@ -86,6 +86,10 @@ func TestTokenRefusals(t *testing.T) {
 		_, err := pb.NewLoaderClient(c.Conn()).SampleNames(ctx, &pb.SampleNamesRequest{Dataset: dataset, Count: 1})
 		return err
 	}
+	getSamples := func(c *client.Client, dataset string) error {
+		_, err := c.GetSamples(ctx, client.GetRequest{Dataset: dataset, Indices: []int64{0}})
+		return err
+	}
 	tests := []struct {
 		name   string
 		call   func() error
@@ -100,6 +104,8 @@ func TestTokenRefusals(t *testing.T) {
 		{"unregistered dataset", func() error { return open(tok(tokA), "zzz") }, codes.PermissionDenied, `may not open dataset "zzz" (it may open: a)`, "dataset"},
 		{"names of a dataset not the token's", func() error { return sampleNames(tok(tokA), "b") }, codes.PermissionDenied, `may not open dataset "b"`, "dataset"},
 		{"names of its dataset", func() error { return sampleNames(tok(tokA), "a") }, codes.OK, "", ""},
+		{"samples of a dataset not the token's", func() error { return getSamples(tok(tokA), "b") }, codes.PermissionDenied, `may not open dataset "b"`, "dataset"},
+		{"samples of its dataset", func() error { return getSamples(tok(tokA), "a") }, codes.OK, "", ""},
 		{"any dataset", func() error { return open(tok(tokAll), "b") }, codes.OK, "", ""},
 		{"Unix socket, no token", func() error { return open(dialWith(t, unix, client.Credentials{}), "b") }, codes.OK, "", ""},
 	}

@@ -23,6 +23,7 @@ const (
 	memScratch = "scratch" // the workers' sample and decode buffers
 	memDecode  = "decode"  // decodes of large images in progress (imagedec's memory gate)
 	memNames   = "names"   // SampleNames pages being built
+	memGet     = "get"     // GetSamples responses being built, and their decode scratch
 )
 
 // budget is the daemon-wide memory bound. Every pinned pool is reserved

@@ -156,6 +156,43 @@ func TestStatusCodes(t *testing.T) {
 				return err
 			},
 		},
+		"GetSamples": {
+			codes.InvalidArgument: func(t *testing.T) error {
+				_, api, _ := serve(t, Options{}, good)
+				_, err := api.GetSamples(ctx, &pb.GetSamplesRequest{Dataset: "good", Indices: []int64{64}})
+				return err
+			},
+			codes.NotFound: func(t *testing.T) error {
+				_, api, _ := serve(t, Options{}, good)
+				_, err := api.GetSamples(ctx, &pb.GetSamplesRequest{Dataset: "imagenet", Indices: []int64{0}})
+				return err
+			},
+			codes.ResourceExhausted: func(t *testing.T) error {
+				// Room for the workers' scratch (2 × 2 × 192 bytes) and little more.
+				_, api, _ := serve(t, Options{MemoryLimit: 1024}, good)
+				_, err := api.GetSamples(ctx, &pb.GetSamplesRequest{Dataset: "good", Indices: []int64{0, 1, 2, 3, 4, 5, 6, 7}})
+				return err
+			},
+			codes.DataLoss: func(t *testing.T) error {
+				_, api, _ := serve(t, Options{}, corrupt)
+				_, err := api.GetSamples(ctx, &pb.GetSamplesRequest{Dataset: "corrupt", Indices: []int64{5}})
+				if err != nil && !strings.Contains(err.Error(), "shard-0.tar") {
+					t.Errorf("DATA_LOSS does not name the file: %v", err)
+				}
+				return err
+			},
+			codes.Internal: func(t *testing.T) error {
+				_, api, _ := serve(t, Options{}, broken)
+				_, err := api.GetSamples(ctx, &pb.GetSamplesRequest{Dataset: "broken", Indices: []int64{7}})
+				return err
+			},
+			codes.Unavailable: func(t *testing.T) error {
+				srv, api, _ := serve(t, Options{}, good)
+				srv.Shutdown(ctx)
+				_, err := api.GetSamples(ctx, &pb.GetSamplesRequest{Dataset: "good", Indices: []int64{0}})
+				return err
+			},
+		},
 		"Stream": {
 			codes.InvalidArgument: func(t *testing.T) error {
 				_, api, _ := serve(t, Options{}, good)

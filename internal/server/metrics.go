@@ -86,9 +86,9 @@ func newMetrics(reg *prometheus.Registry, s *Server) *metrics {
 			Help: "1 for each open stream: what its stream number stands for now."},
 			[]string{"stream", "dataset", "client", "rank", "world", "transport"}),
 	}
-	for _, kind := range []string{memStream, memIdle, memScratch, memDecode, memNames} {
+	for _, kind := range []string{memStream, memIdle, memScratch, memDecode, memNames, memGet} {
 		reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "loaderd_memory_bytes",
-			Help:        "Memory counted in --memory-limit, by kind: stream (open streams' pinned pools), idle (pools kept warm), scratch (workers' buffers), decode (decodes of images of 1 Mpx or more in progress), names (SampleNames pages being built).",
+			Help:        "Memory counted in --memory-limit, by kind: stream (open streams' pinned pools), idle (pools kept warm), scratch (workers' buffers), decode (decodes of images of 1 Mpx or more in progress), names (SampleNames pages being built), get (GetSamples responses being built and their decode scratch).",
 			ConstLabels: prometheus.Labels{"kind": kind}}, func() float64 { return float64(s.mem.inUse(kind)) }))
 	}
 	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "loaderd_memory_limit_bytes",

@@ -188,6 +188,7 @@ func header(p *plan, l *loader.Loader, tr transport) *pb.StreamHeader {
 		h.ValueDtype = pb.DType(dt)
 	}
 	h.Fingerprint = p.ds.fingerprintWait()
+	headerFields(h, p.ds.Source)
 	tr.describe(h)
 	return h
 }

@@ -85,7 +85,8 @@ type Server struct {
 	datasets map[string]*Dataset
 	pool     *loader.Pool
 	slots    *poolCache
-	opens    *openGate // Opens' costly part, a few at a time, connections in turn
+	opens    *openGate     // Opens' costly part, a few at a time, connections in turn
+	gets     chan struct{} // GetSamples calls being served (getsamples.go)
 	mem      *budget
 	fds      *fdBroker
 	metrics  *metrics
@@ -126,7 +127,7 @@ func New(opts Options, datasets ...*Dataset) (*Server, error) {
 	mem := newBudget(opts.MemoryLimit)
 	s := &Server{opts: opts, log: opts.Logger, datasets: map[string]*Dataset{}, mem: mem,
 		stopping: make(chan struct{}), slots: newPoolCache(mem, opts.IdlePools, opts.IdleTTL), fds: newFdBroker(),
-		opens: newOpenGate(gateWidth())}
+		opens: newOpenGate(gateWidth()), gets: make(chan struct{}, getsWidth)}
 	s.fds.instrument(opts.Logger, opts.Registry) // the hand-over socket's logs and metrics (fdsocket.go)
 	// Each worker keeps a sample buffer, and a decoder about as large.
 	var scratch int64

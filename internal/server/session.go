@@ -322,29 +322,14 @@ func batchMessage(p *plan, b *loader.Batch) *pb.Batch {
 		Dtype: pb.DType(out.DType), Layout: pb.Layout(out.Layout),
 		Shape: []int64{int64(b.Len()), int64(sh[0]), int64(sh[1]), int64(sh[2])}}
 	if b.Params != nil {
-		pr := &pb.AugmentParams{Top: make([]int32, len(b.Params)), Left: make([]int32, len(b.Params)), Flip: make([]bool, len(b.Params))}
-		for i, x := range b.Params {
-			pr.Top[i], pr.Left[i], pr.Flip[i] = x.Top, x.Left, x.Flip
-		}
-		if p.pipe.Resamples() { // the box, as loader.proto's AugmentParams says
-			pr.Height, pr.Width = make([]int32, len(b.Params)), make([]int32, len(b.Params))
-			for i, x := range b.Params {
-				pr.Top[i], pr.Left[i], pr.Height[i], pr.Width[i] = x.Box.Y, x.Box.X, x.Box.H, x.Box.W
-			}
-		}
-		if p.pipe.Photometric() {
-			photoParams(pr, b.Params)
-		}
-		if p.pipe.Erases() {
-			eraseParams(pr, b.Params)
-		}
-		msg.Params = pr
+		msg.Params = paramsMessage(p.pipe, b.Params)
 	}
 	if p.pipe.Mixer() != nil { // every batch says how it was mixed
 		m := b.Mix
 		msg.Mix = &pb.MixRecord{Kind: pb.MixKind(m.Kind), Lam: m.Lambda,
 			BoxTop: m.Box.Y, BoxLeft: m.Box.X, BoxHeight: m.Box.H, BoxWidth: m.Box.W}
 	}
+	fieldsMessage(msg, b)
 	return msg
 }
 

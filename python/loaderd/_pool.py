@@ -26,7 +26,7 @@ import grpc
 import numpy as np
 import torch
 
-from . import _address, _stream, _values
+from . import _address, _fields, _stream, _values
 from ._errors import Error, ProtocolError
 from ._poolmember import Numbering, code, same_stream, why
 from ._poolsched import WINDOW, Scheduler
@@ -173,7 +173,11 @@ class PoolSession:
         params = _stream.params_of(a.params) if a.params is not None else None
         labels = _stream._long(a.labels)
         mix, soft = _stream.mix_of(self.header, a.mix, labels, images.device)
-        return _stream.Batch(self, k, a.epoch, a.index, images, labels, _stream._long(a.indices), params, mix, soft)
+        fields = targets = None
+        if a.msg is not None:
+            fields, targets = _fields.fields_of(self.header, a.msg), _fields.targets_of(self.header, a.msg, images.device)
+        return _stream.Batch(self, k, a.epoch, a.index, images, labels, _stream._long(a.indices), params, mix, soft,
+                             fields, targets)
 
     def release(self, seq):
         """The caller is done with batch seq: its buffer is reused once no

@@ -18,8 +18,10 @@ _LEN = 2  # wire type of a length-delimited field
 # A batch's fields as plain Python values, its data a memoryview on the
 # received bytes; no tensor is made off the caller's thread (see
 # _stream._requests).
-Arrival = collections.namedtuple("Arrival", "seq epoch index shape dtype labels indices params data mix",
-                                 defaults=(None,))
+# msg is the Batch message but its tensor, for its extra fields and label
+# sets (_fields).
+Arrival = collections.namedtuple("Arrival", "seq epoch index shape dtype labels indices params data mix msg",
+                                 defaults=(None, None))
 
 
 def _varint(buf, i):
@@ -84,4 +86,4 @@ def _batch(raw, mv, i, end):
     b = pb.Batch.FromString(b"".join(rest))
     p = b.params if b.HasField("params") else None
     m = b.mix if b.HasField("mix") else None
-    return Arrival(b.seq, b.epoch, b.batch_index, tuple(b.shape), b.dtype, list(b.labels), list(b.indices), p, data, m)
+    return Arrival(b.seq, b.epoch, b.batch_index, tuple(b.shape), b.dtype, list(b.labels), list(b.indices), p, data, m, b)

@@ -12,6 +12,7 @@ import grpc
 import torch
 
 from . import _values
+from ._fields import fields_of, targets_of
 from ._errors import Error, ProtocolError, from_rpc
 from ._shm import Region, Ring, cuda_available
 from .v1 import loader_pb2 as pb
@@ -176,9 +177,10 @@ class Batch:
     """
 
     __slots__ = ("images", "labels", "indices", "params", "epoch", "index", "seq", "mix", "soft_labels",
-                 "_session", "_released")
+                 "fields", "targets", "_session", "_released")
 
-    def __init__(self, session, seq, epoch, index, images, labels, indices, params, mix=None, soft_labels=None):
+    def __init__(self, session, seq, epoch, index, images, labels, indices, params, mix=None, soft_labels=None,
+                 fields=None, targets=None):
         self._session = session
         self._released = False
         self.seq = seq            # position in its stream: 0, 1, 2, ...
@@ -190,6 +192,8 @@ class Batch:
         self.params = params      # Params, or None unless include_params
         self.mix = mix            # Mix, or None unless the augment spec ends with mixup or cutmix
         self.soft_labels = soft_labels  # float32 [N, classes] with mix, on images' device; else None
+        self.fields = fields      # {name: [bytes or None]} for the dataset's fields=; else None
+        self.targets = targets    # float32 [N, classes] multi-hot of a multi-label dataset; else None
 
     def release(self):
         """Tell the stream the caller is done with the batch: its memory
@@ -204,8 +208,10 @@ class Batch:
         return self._released
 
     def __iter__(self):
-        # images, labels = batch; the soft labels of a mixed batch
-        return iter((self.images, self.labels if self.soft_labels is None else self.soft_labels))
+        # images, labels = batch; the soft labels of a mixed batch, the
+        # multi-hot targets of a multi-label one
+        target = self.labels if self.soft_labels is None else self.soft_labels
+        return iter((self.images, target if self.targets is None else self.targets))
 
     def __len__(self):
         return len(self.labels)
@@ -395,7 +401,8 @@ class Session:
         params = params_of(b.params) if b.HasField("params") else None
         labels = _long(b.labels)
         mix, soft = mix_of(self.header, b.mix if b.HasField("mix") else None, labels, images.device)
-        return Batch(self, b.seq, b.epoch, b.batch_index, images, labels, _long(b.indices), params, mix, soft)
+        return Batch(self, b.seq, b.epoch, b.batch_index, images, labels, _long(b.indices), params, mix, soft,
+                     fields_of(self.header, b), targets_of(self.header, b, images.device))
 
     def release(self, seq):
         """The caller is done with batch seq (see Batch.release)."""

@@ -14,7 +14,7 @@ from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Seque
 import grpc
 import torch
 
-from . import _address, _creds, _fork, _pool, _rpc, _shm, _stream, _values, serve as _serve
+from . import _address, _creds, _fork, _get, _pool, _rpc, _shm, _stream, _values, serve as _serve
 from ._env import rank_world
 from ._errors import Error, ProtocolError
 from ._stream import Batch, Session, close_all
@@ -527,13 +527,45 @@ class Dataset(torch.utils.data.IterableDataset):
                              self.drop_last, o) - b
         return max(0, left)
 
+    @property
+    def dataset_size(self) -> int:
+        """Samples in the served dataset, all ranks' (StreamHeader's
+        dataset_size): what ds[i] indexes, 0 <= i < dataset_size. Not
+        len(ds), which counts the batches a loop yields, nor
+        samples_per_epoch(), this rank's share (DistributedSampler's
+        num_samples)."""
+        return self.info().size
+
     def __getitem__(self, index: Any) -> Any:
-        # torch's Dataset.__getitem__ raises a bare NotImplementedError.
-        raise NotImplementedError(
-            f"loaderd: a loaderd.Dataset is iterable, not indexable: ds[{index!r}] (map-style access) is not "
-            "supported yet. Iterate it (for images, labels in ds); ds.batches() gives Batch objects whose "
-            ".indices say which dataset index each sample is; ds.sample_names(indices) names their files; "
-            "load_state_dict starts a loop at a saved position")
+        """(image, label) of dataset index i, 0 <= i < dataset_size,
+        negative counted from the end; a slice gives a list. Without
+        augment= the image is the dataset's own decode as a uint8 CHW
+        tensor at the image's own size (torchvision's pil_to_tensor);
+        with augment= it is that pipeline's output, in the dataset's dtype
+        and layout, exactly as a stream with this seed delivers the index
+        in ds.epoch. One GetSamples call: for inspection and evaluation by
+        index, not a training loop (iterate for that)."""
+        if isinstance(index, slice):
+            return self.get(range(*index.indices(self.dataset_size)))
+        return self.get([index])[0]
+
+    def get(self, indices: Union[torch.Tensor, Iterable[int]]) -> List[Tuple[torch.Tensor, int]]:
+        """[(image, label)] of each dataset index, as ds[i] gives them,
+        fetched in few GetSamples calls (each at most 1024 samples and
+        256 MiB)."""
+        ids = _get.indices(indices, self.dataset_size)
+        req = pb.GetSamplesRequest(dataset=self.dataset, seed=self.seed)
+        if self.augment:
+            req.augment, req.epoch = self.augment, self.epoch
+            req.dtype, req.layout = _DTYPES[self.dtype], _LAYOUTS[self.layout]
+        what = f"samples of {self.dataset!r}"
+        if self._pool is not None:
+            def call(r):
+                return _rpc.call_pool(self._pool, self._creds, "GetSamples", r, what, self.connect_timeout)
+        else:
+            def call(r):
+                return _rpc.call_ready(self._get_stub().GetSamples, r, self._addr, what, self.connect_timeout)
+        return _get.get(call, req, ids)
 
     def spec(self) -> str:
         """The augmentation spec the streams ask for ("" is the daemon's
@@ -803,7 +835,7 @@ class BatchIterator:
         ds._pos, ds._resume = self._pos, False
         if not self._pairs:
             return b
-        return b.images, b.labels if b.soft_labels is None else b.soft_labels
+        return tuple(b)  # images and labels: soft with mixing, multi-hot when multi-label (Batch.__iter__)
 
     def _receive(self):
         ds = self._ds

@@ -58,10 +58,12 @@ def test_eval_dataset_keeps_explicit_choices(open_dataset):
 
 # -- iterators ----------------------------------------------------------------
 
-def test_indexing_says_what_to_do_instead(open_dataset):
+def test_indexing_takes_ints_and_says_so(open_dataset):
     ds = open_dataset()
-    with pytest.raises(NotImplementedError, match=r"iterable, not indexable: ds\[3\].*sample_names"):
-        ds[3]
+    img, label = ds[3]  # map-style access (test_getitem.py)
+    assert tuple(img.shape) == (3, 32, 32) and isinstance(label, int)
+    with pytest.raises(TypeError, match=r"index 'a': ds\[i\] takes an int.*iterate the dataset"):
+        ds["a"]
 
 
 def test_a_second_iterator_is_independent(open_dataset):

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -64,6 +65,9 @@ func TestArrowForeign(t *testing.T) {
 	}
 	if _, err := open(path); !errors.Is(err, loader.ErrColumn) {
 		t.Fatalf("default column names: %v, want ErrColumn", err)
+	}
+	if _, err := openAny(path + "?pixels=image&label=y&size=2x2&fields=y"); err == nil || !strings.Contains(err.Error(), "fields= applies to encoded images") {
+		t.Fatalf("fields= on raw pixels: %v", err)
 	}
 	a, err := open(path + "?pixels=image&label=y&size=2x2")
 	if err != nil {

@@ -25,7 +25,17 @@
 //
 //	pixels=COLUMN or image=COLUMN   the image column (default: the first of
 //	                                pixels, image, img the file has)
-//	label=COLUMN                    default label
+//	label=COLUMN                    default label; encoded images: a list<int>
+//	                                column makes the dataset multi-label (a
+//	                                loader.FieldSource), each row's classes its
+//	                                label set, its label the first; a null or
+//	                                empty set fails the open, naming the row
+//	fields=COLUMN,…                 encoded images: carry these binary or string
+//	                                columns to the clients as bytes, views of the
+//	                                mapping; a null cell is absent
+//	maxfieldbytes=N                 the most bytes one field may have (default
+//	                                64 KiB); a larger one fails its sample, naming
+//	                                the file, row and column
 //	size=WxH                        raw: the shape when the metadata has none;
 //	                                encoded: as for loader/format/folder
 //	size=any, maxpixels=N, resize=bilinear, maxbytes=N, decoder=turbo|go,

@@ -23,7 +23,7 @@ import (
 // its own (a loader.SizedSource).
 
 // encodedKeys are the options only encoded images take.
-var encodedKeys = []string{"image", "maxpixels", "resize", "maxbytes", "decoder", "exact"}
+var encodedKeys = []string{"image", "maxpixels", "resize", "maxbytes", "decoder", "exact", "fields", "maxfieldbytes"}
 
 // openAny opens the files named by spec as raw pixels or as encoded
 // images, as the first file's image column's type says.
@@ -119,16 +119,24 @@ type encSource struct {
 	*imagedec.Source
 	mapped
 	batches []encBatch // over all files, by start
+
+	// fields=, maxfieldbytes= and a list label column (fields.go).
+	fieldNames []string
+	maxField   int64
+	multi      bool
+	named      bool // the metadata named the classes
+	sets       labelSets
 }
 
 type encBatch struct {
-	start  int64   // dataset index of the batch's first row
-	n      int64   // rows
-	file   int32   // index in files
-	row    int64   // row of the first sample within its file
-	values []byte  // the column's values, a view of the mapping
-	offs   []int64 // row j is values[offs[j]:offs[j+1]]
-	null   []bool  // row j is null; nil when none is
+	start  int64    // dataset index of the batch's first row
+	n      int64    // rows
+	file   int32    // index in files
+	row    int64    // row of the first sample within its file
+	values []byte   // the column's values, a view of the mapping
+	offs   []int64  // row j is values[offs[j]:offs[j+1]]
+	null   []bool   // row j is null; nil when none is
+	fields []binCol // the fields= columns, by field
 }
 
 // openEncoded maps and indexes files of encoded images in column col.
@@ -138,9 +146,18 @@ func openEncoded(o *options.Options, files []string, col string) (*encSource, er
 		return nil, err
 	}
 	a := &encSource{mapped: mapped{path: o.Path}}
+	if a.fieldNames, a.maxField, err = o.Fields(); err != nil {
+		return nil, err
+	}
 	label := o.Str("label", "label")
 	if err := a.mapAll(files, func(k int) error { return a.index(k, col, label) }); err != nil {
 		return nil, err
+	}
+	if a.multi {
+		if a.classes, err = a.sets.classes(a.classes, a.named); err != nil {
+			a.Close()
+			return nil, &loader.RecordError{File: o.Path, Record: -1, Err: err}
+		}
 	}
 	if a.Source, err = imagedec.NewSource(a, opt); err != nil { // without size=, probes the first images
 		a.Close()
@@ -170,7 +187,8 @@ func (a *encSource) index(k int, imgCol, labelCol string) (err error) {
 		}
 	}
 	if k == 0 {
-		a.classes = classes
+		a.classes, a.named = classes, classes != nil
+		a.multi = isList(schema.Field(li).Type)
 	} else if !equalStrings(classes, a.classes) {
 		return fmt.Errorf("%w: classes differ from %s's", loader.ErrCorrupt, a.files[0].path)
 	}
@@ -181,6 +199,9 @@ func (a *encSource) index(k int, imgCol, labelCol string) (err error) {
 			return fmt.Errorf("%w: record batch %d: %w", loader.ErrCorrupt, b, err)
 		}
 		err = a.addBatch(k, row, rec.Column(ii), rec.Column(li))
+		if err == nil {
+			err = a.addFields(schema, rec, row)
+		}
 		row += rec.NumRows()
 		rec.Release()
 		if err != nil {
@@ -237,7 +258,13 @@ func (a *encSource) addBatch(k int, row int64, img, lab arrow.Array) error {
 			bt.null[j] = true
 		}
 	}
-	if err := appendLabels(&a.labels, lab); err != nil {
+	var err error
+	if a.multi {
+		err = a.sets.add(&a.labels, lab, row)
+	} else {
+		err = appendLabels(&a.labels, lab)
+	}
+	if err != nil {
 		return err
 	}
 	a.batches = append(a.batches, bt)

@@ -14,7 +14,16 @@
 // to Arrow. Options:
 //
 //	image=COLUMN    default img, else image
-//	label=COLUMN    default label
+//	label=COLUMN    default label; a list<int> column (Hugging Face's
+//	                Sequence(ClassLabel)) makes the dataset multi-label (a
+//	                loader.FieldSource): each row's classes its label set,
+//	                its label the first; a null or empty set fails the open
+//	fields=COLUMN,… carry these binary or string columns to the clients as
+//	                bytes, read at open into memory as the images are; a
+//	                null cell is absent
+//	maxfieldbytes=N the most bytes one field may have (default 64 KiB); a
+//	                larger one fails its sample, naming the file, row and
+//	                column
 //	size=WxH, maxpixels=N, resize=bilinear, maxbytes=N   as for loader/format/folder
 //	size=any        images of varying size, each kept at its own (a
 //	                loader.SizedSource, for a pipeline opening with resize

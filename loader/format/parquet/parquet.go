@@ -40,11 +40,19 @@ type source struct {
 	classes []string
 
 	fileDigests []fileDigest // per file, for DigestRecords
+
+	// fields=, maxfieldbytes= and a list label column (fields.go).
+	fieldNames []string
+	maxField   int64
+	fields     []byteCol
+	multi      bool
+	sets       []int32 // label sets, back to back
+	setEnds    []int64 // row i's set is sets[setEnds[i]:setEnds[i+1]]
 }
 
 // open reads the files named by spec, "PATH[?OPTIONS]".
 func open(spec string) (*source, error) {
-	o, err := options.Parse("parquet", spec, "image", "label", "size", "maxpixels", "resize", "maxbytes", "decoder", "exact")
+	o, err := options.Parse("parquet", spec, "image", "label", "size", "maxpixels", "resize", "maxbytes", "decoder", "exact", "fields", "maxfieldbytes")
 	if err != nil {
 		return nil, err
 	}
@@ -56,7 +64,13 @@ func open(spec string) (*source, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &source{path: o.Path, files: files, offs: []int64{0}}
+	p := &source{path: o.Path, files: files, offs: []int64{0}, setEnds: []int64{0}}
+	if p.fieldNames, p.maxField, err = o.Fields(); err != nil {
+		return nil, err
+	}
+	for _, n := range p.fieldNames {
+		p.fields = append(p.fields, byteCol{name: n, offs: []int64{0}})
+	}
 	for _, name := range files {
 		p.starts = append(p.starts, int64(len(p.labels)))
 		if err := p.read(name, o.Get("image"), o.Str("label", "label")); err != nil {
@@ -69,6 +83,9 @@ func open(spec string) (*source, error) {
 	if p.classes == nil {
 		hi := int32(-1)
 		for _, l := range p.labels {
+			hi = max(hi, l)
+		}
+		for _, l := range p.sets {
 			hi = max(hi, l)
 		}
 		for i := range hi + 1 {
@@ -113,6 +130,16 @@ func (p *source) readData(data []byte, imageCol, labelCol string) (err error) {
 	if err != nil {
 		return err
 	}
+	multi := sc.Column(lab).MaxRepetitionLevel() == 1
+	if len(p.labels) == 0 {
+		p.multi = multi
+	} else if multi != p.multi {
+		return fmt.Errorf("%w: label column %s is a list in one file and not in another", loader.ErrColumn, labelCol)
+	}
+	fcols, err := fieldColumns(sc, p.fieldNames)
+	if err != nil {
+		return err
+	}
 	if p.classes == nil && len(p.labels) == 0 {
 		p.classes = hfClassNames(r.MetaData().KeyValueMetadata().FindValue("huggingface"), sc.Column(lab).ColumnPath()[0])
 	}
@@ -123,8 +150,17 @@ func (p *source) readData(data []byte, imageCol, labelCol string) (err error) {
 		if err := p.readImages(rg, img, sc.Column(img).MaxDefinitionLevel(), n); err != nil {
 			return fmt.Errorf("row group %d: %w", g, err)
 		}
-		if err := p.readLabels(rg, lab, sc.Column(lab).MaxDefinitionLevel(), n); err != nil {
+		readLabels := p.readLabels
+		if multi {
+			readLabels = p.readLabelSets
+		}
+		if err := readLabels(rg, lab, sc.Column(lab).MaxDefinitionLevel(), n); err != nil {
 			return fmt.Errorf("row group %d: %w", g, err)
+		}
+		for f, c := range fcols {
+			if err := p.fields[f].read(rg, c, sc.Column(c).MaxDefinitionLevel(), n); err != nil {
+				return fmt.Errorf("row group %d: %w", g, err)
+			}
 		}
 		if len(p.labels)-before != int(n) || len(p.offs)-1 != len(p.labels) {
 			return fmt.Errorf("%w: row group %d: %d rows, read %d labels and %d images", loader.ErrCorrupt, g, n, len(p.labels)-before, len(p.offs)-1-before)
@@ -148,6 +184,9 @@ func parquetColumns(sc *schema.Schema, imageCol, labelCol string) (img, lab int,
 		}
 	}
 	lab = sc.ColumnIndexByName(labelCol)
+	if lab < 0 {
+		lab = listLabelColumn(sc, labelCol)
+	}
 	switch {
 	case img < 0:
 		return 0, 0, fmt.Errorf("%w: no image column %v (struct<bytes, path> or binary) in schema %s", loader.ErrColumn, cands, schemaNames(sc))
@@ -155,7 +194,7 @@ func parquetColumns(sc *schema.Schema, imageCol, labelCol string) (img, lab int,
 		return 0, 0, fmt.Errorf("%w: image column %s is %s, want binary", loader.ErrColumn, sc.Column(img).Path(), sc.Column(img).PhysicalType())
 	case lab < 0:
 		return 0, 0, fmt.Errorf("%w: no label column %q in schema %s", loader.ErrColumn, labelCol, schemaNames(sc))
-	case sc.Column(lab).MaxRepetitionLevel() != 0 || sc.Column(lab).PhysicalType() != parquet.Types.Int64 && sc.Column(lab).PhysicalType() != parquet.Types.Int32:
+	case sc.Column(lab).MaxRepetitionLevel() > 1 || sc.Column(lab).PhysicalType() != parquet.Types.Int64 && sc.Column(lab).PhysicalType() != parquet.Types.Int32:
 		return 0, 0, fmt.Errorf("%w: label column %s is %s, want an integer", loader.ErrColumn, labelCol, sc.Column(lab).PhysicalType())
 	}
 	return img, lab, nil

@@ -34,6 +34,18 @@
 //	layout=folder|webdataset          default: detected
 //	root=DIR                          folder layout: the directory above the classes
 //	image=EXT, label=EXT              webdataset fields (default: the image, cls)
+//	fields=EXT,…                      webdataset: carry each sample's members of these
+//	                                  extensions to the clients as bytes (a
+//	                                  loader.FieldSource); a sample without one has
+//	                                  it absent, not an error
+//	maxfieldbytes=N                   the most bytes one field may have (default
+//	                                  64 KiB); a larger one fails its sample,
+//	                                  naming the member
+//	labels=EXT                        webdataset, multi-label: each sample's classes
+//	                                  are its EXT member, ints separated by
+//	                                  whitespace or commas (at most 64 bytes, kept
+//	                                  in the index as .cls labels are); its label is
+//	                                  the first; a sample without one fails the open
 //	order=uniform|shards[:W]          the sampler's shuffle: uniform over all samples
 //	                                  (default), or shard-shuffle: shards in random
 //	                                  order, samples mixed W shards at a time
@@ -69,12 +81,17 @@
 // uniform order the shards that fit stay and the rest are ranged reads
 // (docs/DEPLOY.md).
 //
+// The index and its sidecar list every member, so fields= and labels=
+// need no new index: the fields are found at open, and read as slices of
+// the same mapping as the image. fields= with s3:// shards needs
+// index=whole.
+//
 // Only regular members are read; directories, links and devices are not
 // part of the layout. A member whose name is absolute or has a ".." element
 // fails the open, naming it: it could pose as a sample of another class.
 //
 // Import it for its side effect, as image/png is imported, to make the
 // format known to loader.Open. Its sources are safe for concurrent use and
-// implement loader.Labeler, loader.Namer, loader.ShardOrderer and
-// loader.Prefetcher.
+// implement loader.Labeler, loader.Namer, loader.ShardOrderer,
+// loader.Prefetcher and loader.FieldSource.
 package tar

@@ -144,6 +144,12 @@ func (t *source) indexWebDataset(members [][]tarMember, imageExt, labelExt strin
 				t.samples = append(t.samples, tarSample{shard: int32(k), label: -1, size: -1})
 			}
 			s := &t.samples[j]
+			if ok, err := t.extra(s, shard, m, ext, j); ok {
+				if err != nil {
+					return err
+				}
+				continue
+			}
 			where := shard.path + "(" + m.name + ")"
 			switch {
 			case strings.EqualFold(ext, labelExt):
@@ -166,6 +172,14 @@ func (t *source) indexWebDataset(members [][]tarMember, imageExt, labelExt strin
 			switch {
 			case s.size < 0:
 				return &loader.RecordError{File: shard.path + "(" + key + ")", Record: int64(j), Err: fmt.Errorf("%w: sample %q has no image", loader.ErrCorrupt, key)}
+			case t.extras.labels != "":
+				if s.set == nil {
+					return &loader.RecordError{File: shard.path + "(" + s.name + ")", Record: int64(j), Err: fmt.Errorf("%w: sample %q has no %s label set", loader.ErrLabel, key, t.extras.labels)}
+				}
+				s.label = s.set[0] // what single-label clients see
+				for _, c := range s.set {
+					maxLabel = max(maxLabel, c)
+				}
 			case !haveLabel[key]:
 				return &loader.RecordError{File: shard.path + "(" + s.name + ")", Record: int64(j), Err: fmt.Errorf("%w: sample %q has no %s label", loader.ErrLabel, key, labelExt)}
 			}

@@ -526,7 +526,7 @@ func (t *source) relayoutShard(k int, headers []tarMember) (map[int64]tarSample,
 	for i := range l.samples {
 		j := int64(i)
 		now, then := l.samples[i], t.sample(j)
-		if now == then {
+		if sameSample(now, then) {
 			continue
 		}
 		if now.shard != int32(k) || then.shard != int32(k) {

@@ -35,6 +35,7 @@ type source struct {
 	samples []tarSample
 	classes []string
 	order   *sampler.Shards // order=shards: the sampler's shard-shuffle order; nil: uniform
+	extras  wdsExtras       // fields=, labels= (fields.go)
 
 	// Remote shards (remote.go).
 	set       *objstore.Set
@@ -61,11 +62,13 @@ type tarSample struct {
 	shard     int32
 	label     int32
 	off, size int64
+	fields    []tarField // fields= members, by field; nil: none of them (fields.go)
+	set       []int32    // labels=: the sample's classes
 }
 
 // open indexes the shards named by spec, "PATH[?OPTIONS]".
 func open(spec string) (*source, error) {
-	o, err := options.Parse("tar", spec, "size", "maxpixels", "resize", "maxbytes", "decoder", "exact", "layout", "root", "image", "label", "index", "order")
+	o, err := options.Parse("tar", spec, "size", "maxpixels", "resize", "maxbytes", "decoder", "exact", "layout", "root", "image", "label", "index", "order", "fields", "maxfieldbytes", "labels")
 	if err != nil {
 		return nil, err
 	}
@@ -79,12 +82,17 @@ func open(spec string) (*source, error) {
 		return nil, err
 	}
 	t := &source{path: o.Path}
+	if t.extras, err = extrasOptions(o); err != nil {
+		return nil, err
+	}
 	var members [][]tarMember
 	switch {
 	case index != "auto" && index != "scan" && index != "whole":
 		err = o.Errorf("index=%s: want auto, scan or whole", index)
 	case !objstore.IsURL(o.Path) && o.Get("index") != "":
 		err = o.Errorf("index= applies to s3:// shards")
+	case objstore.IsURL(o.Path) && index != "whole" && len(t.extras.fields) > 0:
+		err = o.Errorf("fields= with s3:// shards needs index=whole")
 	case objstore.IsURL(o.Path) && index != "whole":
 		members, err = t.openRemote(o, index)
 		opt.Probe = 1 // each member's header is a GET: size=any must be said
@@ -111,14 +119,14 @@ func open(spec string) (*source, error) {
 		layout = "folder"
 		for _, ms := range members {
 			for _, m := range ms {
-				if strings.HasSuffix(m.name, label) {
+				if strings.HasSuffix(m.name, label) || t.extras.labels != "" && strings.HasSuffix(m.name, t.extras.labels) {
 					layout = "webdataset"
 				}
 			}
 		}
 	}
 	t.layout = func(members [][]tarMember) (*source, error) {
-		l := &source{shards: t.shards}
+		l := &source{shards: t.shards, extras: t.extras}
 		if layout == "folder" {
 			return l, l.indexFolder(members, root)
 		}
@@ -126,6 +134,8 @@ func open(spec string) (*source, error) {
 	}
 	if layout != "folder" && layout != "webdataset" {
 		err = o.Errorf("layout=%s: want folder or webdataset", layout)
+	} else if layout == "folder" && (len(t.extras.fields) > 0 || t.extras.labels != "") {
+		err = o.Errorf("fields= and labels= apply to the webdataset layout")
 	} else {
 		var l *source
 		l, err = t.layout(members)

@@ -69,13 +69,18 @@ class AugmentParams(_message.Message):
     def __init__(self, top: _Optional[_Iterable[int]] = ..., left: _Optional[_Iterable[int]] = ..., flip: _Optional[_Iterable[bool]] = ..., height: _Optional[_Iterable[int]] = ..., width: _Optional[_Iterable[int]] = ..., jitter_order: _Optional[_Iterable[int]] = ..., jitter: _Optional[_Iterable[float]] = ..., gray: _Optional[_Iterable[bool]] = ..., sigma: _Optional[_Iterable[float]] = ..., num_ops: _Optional[_Iterable[int]] = ..., op: _Optional[_Iterable[int]] = ..., magnitude: _Optional[_Iterable[float]] = ..., erased: _Optional[_Iterable[bool]] = ..., erase_top: _Optional[_Iterable[int]] = ..., erase_left: _Optional[_Iterable[int]] = ..., erase_height: _Optional[_Iterable[int]] = ..., erase_width: _Optional[_Iterable[int]] = ..., erase_noise: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class Batch(_message.Message):
-    __slots__ = ["batch_index", "data", "dtype", "epoch", "indices", "labels", "layout", "mix", "params", "seq", "shape", "shm"]
+    __slots__ = ["batch_index", "data", "dtype", "epoch", "field_data", "field_ends", "field_present", "indices", "label_set_ends", "label_sets", "labels", "layout", "mix", "params", "seq", "shape", "shm"]
     BATCH_INDEX_FIELD_NUMBER: _ClassVar[int]
     DATA_FIELD_NUMBER: _ClassVar[int]
     DTYPE_FIELD_NUMBER: _ClassVar[int]
     EPOCH_FIELD_NUMBER: _ClassVar[int]
+    FIELD_DATA_FIELD_NUMBER: _ClassVar[int]
+    FIELD_ENDS_FIELD_NUMBER: _ClassVar[int]
+    FIELD_PRESENT_FIELD_NUMBER: _ClassVar[int]
     INDICES_FIELD_NUMBER: _ClassVar[int]
     LABELS_FIELD_NUMBER: _ClassVar[int]
+    LABEL_SETS_FIELD_NUMBER: _ClassVar[int]
+    LABEL_SET_ENDS_FIELD_NUMBER: _ClassVar[int]
     LAYOUT_FIELD_NUMBER: _ClassVar[int]
     MIX_FIELD_NUMBER: _ClassVar[int]
     PARAMS_FIELD_NUMBER: _ClassVar[int]
@@ -86,7 +91,12 @@ class Batch(_message.Message):
     data: bytes
     dtype: DType
     epoch: int
+    field_data: _containers.RepeatedScalarFieldContainer[bytes]
+    field_ends: _containers.RepeatedScalarFieldContainer[int]
+    field_present: _containers.RepeatedScalarFieldContainer[bool]
     indices: _containers.RepeatedScalarFieldContainer[int]
+    label_set_ends: _containers.RepeatedScalarFieldContainer[int]
+    label_sets: _containers.RepeatedScalarFieldContainer[int]
     labels: _containers.RepeatedScalarFieldContainer[int]
     layout: Layout
     mix: MixRecord
@@ -94,7 +104,7 @@ class Batch(_message.Message):
     seq: int
     shape: _containers.RepeatedScalarFieldContainer[int]
     shm: ShmRef
-    def __init__(self, seq: _Optional[int] = ..., epoch: _Optional[int] = ..., batch_index: _Optional[int] = ..., indices: _Optional[_Iterable[int]] = ..., labels: _Optional[_Iterable[int]] = ..., dtype: _Optional[_Union[DType, str]] = ..., layout: _Optional[_Union[Layout, str]] = ..., shape: _Optional[_Iterable[int]] = ..., data: _Optional[bytes] = ..., shm: _Optional[_Union[ShmRef, _Mapping]] = ..., params: _Optional[_Union[AugmentParams, _Mapping]] = ..., mix: _Optional[_Union[MixRecord, _Mapping]] = ...) -> None: ...
+    def __init__(self, seq: _Optional[int] = ..., epoch: _Optional[int] = ..., batch_index: _Optional[int] = ..., indices: _Optional[_Iterable[int]] = ..., labels: _Optional[_Iterable[int]] = ..., dtype: _Optional[_Union[DType, str]] = ..., layout: _Optional[_Union[Layout, str]] = ..., shape: _Optional[_Iterable[int]] = ..., data: _Optional[bytes] = ..., shm: _Optional[_Union[ShmRef, _Mapping]] = ..., params: _Optional[_Union[AugmentParams, _Mapping]] = ..., mix: _Optional[_Union[MixRecord, _Mapping]] = ..., field_data: _Optional[_Iterable[bytes]] = ..., field_ends: _Optional[_Iterable[int]] = ..., field_present: _Optional[_Iterable[bool]] = ..., label_sets: _Optional[_Iterable[int]] = ..., label_set_ends: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class Dataset(_message.Message):
     __slots__ = ["classes", "default_augment", "fingerprint", "format", "layout", "name", "shape", "size"]
@@ -115,6 +125,51 @@ class Dataset(_message.Message):
     shape: ImageShape
     size: int
     def __init__(self, name: _Optional[str] = ..., format: _Optional[str] = ..., size: _Optional[int] = ..., classes: _Optional[_Iterable[str]] = ..., shape: _Optional[_Union[ImageShape, _Mapping]] = ..., layout: _Optional[_Union[Layout, str]] = ..., default_augment: _Optional[str] = ..., fingerprint: _Optional[str] = ...) -> None: ...
+
+class GetSamplesRequest(_message.Message):
+    __slots__ = ["augment", "dataset", "dtype", "epoch", "include_params", "indices", "layout", "seed"]
+    AUGMENT_FIELD_NUMBER: _ClassVar[int]
+    DATASET_FIELD_NUMBER: _ClassVar[int]
+    DTYPE_FIELD_NUMBER: _ClassVar[int]
+    EPOCH_FIELD_NUMBER: _ClassVar[int]
+    INCLUDE_PARAMS_FIELD_NUMBER: _ClassVar[int]
+    INDICES_FIELD_NUMBER: _ClassVar[int]
+    LAYOUT_FIELD_NUMBER: _ClassVar[int]
+    SEED_FIELD_NUMBER: _ClassVar[int]
+    augment: str
+    dataset: str
+    dtype: DType
+    epoch: int
+    include_params: bool
+    indices: _containers.RepeatedScalarFieldContainer[int]
+    layout: Layout
+    seed: int
+    def __init__(self, dataset: _Optional[str] = ..., indices: _Optional[_Iterable[int]] = ..., augment: _Optional[str] = ..., dtype: _Optional[_Union[DType, str]] = ..., layout: _Optional[_Union[Layout, str]] = ..., seed: _Optional[int] = ..., epoch: _Optional[int] = ..., include_params: bool = ...) -> None: ...
+
+class GetSamplesResponse(_message.Message):
+    __slots__ = ["augment", "dtype", "layout", "params", "samples"]
+    class Sample(_message.Message):
+        __slots__ = ["data", "index", "label", "shape"]
+        DATA_FIELD_NUMBER: _ClassVar[int]
+        INDEX_FIELD_NUMBER: _ClassVar[int]
+        LABEL_FIELD_NUMBER: _ClassVar[int]
+        SHAPE_FIELD_NUMBER: _ClassVar[int]
+        data: bytes
+        index: int
+        label: int
+        shape: _containers.RepeatedScalarFieldContainer[int]
+        def __init__(self, index: _Optional[int] = ..., label: _Optional[int] = ..., shape: _Optional[_Iterable[int]] = ..., data: _Optional[bytes] = ...) -> None: ...
+    AUGMENT_FIELD_NUMBER: _ClassVar[int]
+    DTYPE_FIELD_NUMBER: _ClassVar[int]
+    LAYOUT_FIELD_NUMBER: _ClassVar[int]
+    PARAMS_FIELD_NUMBER: _ClassVar[int]
+    SAMPLES_FIELD_NUMBER: _ClassVar[int]
+    augment: str
+    dtype: DType
+    layout: Layout
+    params: AugmentParams
+    samples: _containers.RepeatedCompositeFieldContainer[GetSamplesResponse.Sample]
+    def __init__(self, samples: _Optional[_Iterable[_Union[GetSamplesResponse.Sample, _Mapping]]] = ..., dtype: _Optional[_Union[DType, str]] = ..., layout: _Optional[_Union[Layout, str]] = ..., augment: _Optional[str] = ..., params: _Optional[_Union[AugmentParams, _Mapping]] = ...) -> None: ...
 
 class ImageShape(_message.Message):
     __slots__ = ["channels", "height", "width"]
@@ -251,7 +306,7 @@ class ShmRegion(_message.Message):
     def __init__(self, path: _Optional[str] = ..., size: _Optional[int] = ..., slot_size: _Optional[int] = ..., slot_count: _Optional[int] = ..., locked: bool = ..., fd_socket: _Optional[str] = ..., token: _Optional[bytes] = ...) -> None: ...
 
 class StreamHeader(_message.Message):
-    __slots__ = ["augment", "batch_mix", "batch_size", "batches_per_epoch", "dataset_size", "dtype", "epoch_samples", "fingerprint", "layout", "max_in_flight", "num_classes", "on_demand", "sample_bytes", "sample_shape", "samples_per_epoch", "shm", "start_batch", "start_epoch", "start_offset", "transport", "value_dtype", "value_table"]
+    __slots__ = ["augment", "batch_mix", "batch_size", "batches_per_epoch", "dataset_size", "dtype", "epoch_samples", "field_names", "fingerprint", "layout", "max_in_flight", "multi_label", "num_classes", "on_demand", "sample_bytes", "sample_shape", "samples_per_epoch", "shm", "start_batch", "start_epoch", "start_offset", "transport", "value_dtype", "value_table"]
     AUGMENT_FIELD_NUMBER: _ClassVar[int]
     BATCHES_PER_EPOCH_FIELD_NUMBER: _ClassVar[int]
     BATCH_MIX_FIELD_NUMBER: _ClassVar[int]
@@ -259,9 +314,11 @@ class StreamHeader(_message.Message):
     DATASET_SIZE_FIELD_NUMBER: _ClassVar[int]
     DTYPE_FIELD_NUMBER: _ClassVar[int]
     EPOCH_SAMPLES_FIELD_NUMBER: _ClassVar[int]
+    FIELD_NAMES_FIELD_NUMBER: _ClassVar[int]
     FINGERPRINT_FIELD_NUMBER: _ClassVar[int]
     LAYOUT_FIELD_NUMBER: _ClassVar[int]
     MAX_IN_FLIGHT_FIELD_NUMBER: _ClassVar[int]
+    MULTI_LABEL_FIELD_NUMBER: _ClassVar[int]
     NUM_CLASSES_FIELD_NUMBER: _ClassVar[int]
     ON_DEMAND_FIELD_NUMBER: _ClassVar[int]
     SAMPLES_PER_EPOCH_FIELD_NUMBER: _ClassVar[int]
@@ -281,9 +338,11 @@ class StreamHeader(_message.Message):
     dataset_size: int
     dtype: DType
     epoch_samples: int
+    field_names: _containers.RepeatedScalarFieldContainer[str]
     fingerprint: str
     layout: Layout
     max_in_flight: int
+    multi_label: bool
     num_classes: int
     on_demand: bool
     sample_bytes: int
@@ -296,7 +355,7 @@ class StreamHeader(_message.Message):
     transport: Transport
     value_dtype: DType
     value_table: bytes
-    def __init__(self, dataset_size: _Optional[int] = ..., samples_per_epoch: _Optional[int] = ..., batches_per_epoch: _Optional[int] = ..., batch_size: _Optional[int] = ..., dtype: _Optional[_Union[DType, str]] = ..., layout: _Optional[_Union[Layout, str]] = ..., sample_shape: _Optional[_Iterable[int]] = ..., sample_bytes: _Optional[int] = ..., augment: _Optional[str] = ..., transport: _Optional[_Union[Transport, str]] = ..., max_in_flight: _Optional[int] = ..., shm: _Optional[_Union[ShmRegion, _Mapping]] = ..., start_epoch: _Optional[int] = ..., start_batch: _Optional[int] = ..., start_offset: _Optional[int] = ..., on_demand: bool = ..., fingerprint: _Optional[str] = ..., value_table: _Optional[bytes] = ..., value_dtype: _Optional[_Union[DType, str]] = ..., num_classes: _Optional[int] = ..., batch_mix: bool = ..., epoch_samples: _Optional[int] = ...) -> None: ...
+    def __init__(self, dataset_size: _Optional[int] = ..., samples_per_epoch: _Optional[int] = ..., batches_per_epoch: _Optional[int] = ..., batch_size: _Optional[int] = ..., dtype: _Optional[_Union[DType, str]] = ..., layout: _Optional[_Union[Layout, str]] = ..., sample_shape: _Optional[_Iterable[int]] = ..., sample_bytes: _Optional[int] = ..., augment: _Optional[str] = ..., transport: _Optional[_Union[Transport, str]] = ..., max_in_flight: _Optional[int] = ..., shm: _Optional[_Union[ShmRegion, _Mapping]] = ..., start_epoch: _Optional[int] = ..., start_batch: _Optional[int] = ..., start_offset: _Optional[int] = ..., on_demand: bool = ..., fingerprint: _Optional[str] = ..., value_table: _Optional[bytes] = ..., value_dtype: _Optional[_Union[DType, str]] = ..., num_classes: _Optional[int] = ..., batch_mix: bool = ..., epoch_samples: _Optional[int] = ..., field_names: _Optional[_Iterable[str]] = ..., multi_label: bool = ...) -> None: ...
 
 class StreamReply(_message.Message):
     __slots__ = ["batch", "header"]

@@ -29,6 +29,11 @@ class LoaderStub(object):
         request_serializer=loaderd_dot_v1_dot_loader__pb2.SampleNamesRequest.SerializeToString,
         response_deserializer=loaderd_dot_v1_dot_loader__pb2.SampleNamesResponse.FromString,
         )
+    self.GetSamples = channel.unary_unary(
+        '/loaderd.v1.Loader/GetSamples',
+        request_serializer=loaderd_dot_v1_dot_loader__pb2.GetSamplesRequest.SerializeToString,
+        response_deserializer=loaderd_dot_v1_dot_loader__pb2.GetSamplesResponse.FromString,
+        )
 
 
 class LoaderServicer(object):
@@ -118,6 +123,37 @@ class LoaderServicer(object):
     context.set_details('Method not implemented!')
     raise NotImplementedError('Method not implemented!')
 
+  def GetSamples(self, request, context):
+    """GetSamples returns given samples of a dataset, decoded and optionally
+    augmented: map-style access (a PyTorch Dataset's ds[i]) beside the
+    streams. Without an augment spec a sample is the dataset's own decode,
+    uint8 HWC at the image's own size; with one it is the pipeline's
+    output, drawn for (seed, epoch, index) as a stream with that seed
+    augments that index in that epoch, so the bytes equal the stream's.
+    A sample that cannot be read fails the call: there is no skip policy.
+    Calls are served a few at a time beside the streams.
+
+    Status codes (besides those gRPC itself may return):
+    INVALID_ARGUMENT    no indices or more than 1024, an index outside
+    0..size-1 (the message names it and the size),
+    the samples' output over 256 MiB in all, an
+    unparsable augment spec, dtype or layout that
+    contradict it, a spec with the batch ops mixup
+    or cutmix, a dataset name over 256 bytes or a
+    spec over 4096.
+    NOT_FOUND           dataset is not registered.
+    RESOURCE_EXHAUSTED  the response does not fit in what the daemon's
+    memory limit leaves.
+    DATA_LOSS           a sample cannot be read; the message names the
+    file and record.
+    INTERNAL            a dataset broke its contract (an index it should
+    hold is out of range); a daemon bug.
+    UNAVAILABLE         the daemon is shutting down or gone.
+    """
+    context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+    context.set_details('Method not implemented!')
+    raise NotImplementedError('Method not implemented!')
+
 
 def add_LoaderServicer_to_server(servicer, server):
   rpc_method_handlers = {
@@ -135,6 +171,11 @@ def add_LoaderServicer_to_server(servicer, server):
           servicer.SampleNames,
           request_deserializer=loaderd_dot_v1_dot_loader__pb2.SampleNamesRequest.FromString,
           response_serializer=loaderd_dot_v1_dot_loader__pb2.SampleNamesResponse.SerializeToString,
+      ),
+      'GetSamples': grpc.unary_unary_rpc_method_handler(
+          servicer.GetSamples,
+          request_deserializer=loaderd_dot_v1_dot_loader__pb2.GetSamplesRequest.FromString,
+          response_serializer=loaderd_dot_v1_dot_loader__pb2.GetSamplesResponse.SerializeToString,
       ),
   }
   generic_handler = grpc.method_handlers_generic_handler(
