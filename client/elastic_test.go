@@ -223,6 +223,13 @@ func TestElasticResumeWeighted(t *testing.T) {
 	d := clienttest.Start(t, "--dataset", "train=synthetic:40?sampler=balanced&samples=61", "--workers", "2")
 	c := d.Dial(t)
 	base := client.StreamConfig{Dataset: "train", BatchSize: bs, Seed: 3, IncludeParams: true, Start: sampler.Position{Epoch: epoch}, Epochs: 1}
+	dss, err := c.Datasets(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(dss) != 1 || dss[0].GetEpochSamples() != k || dss[0].GetSize() != 40 {
+		t.Fatalf("ListDatasets says %v, want size 40, epoch_samples %d", dss, k)
+	}
 	var all []int64
 	s, _ := take(t, c, base, 0, &all, map[int64][]delivered{})
 	if got := s.Header().GetEpochSamples(); got != k {

@@ -311,6 +311,7 @@ func (s *Server) ListDatasets(ctx context.Context, _ *pb.ListDatasetsRequest) (*
 			Layout:         pb.Layout(sp.Layout),
 			DefaultAugment: d.Augment,
 			Fingerprint:    fp,
+			EpochSamples:   epochSamples(d.Source),
 		})
 	}
 	return resp, nil

@@ -374,7 +374,11 @@ type Dataset struct {
 	// content digest where it has one (loader.Digester). Two daemons that
 	// give the same fingerprint give the same batches for the same Open.
 	// Empty from daemons that predate it.
-	Fingerprint   string `protobuf:"bytes,8,opt,name=fingerprint,proto3" json:"fingerprint,omitempty"`
+	Fingerprint string `protobuf:"bytes,8,opt,name=fingerprint,proto3" json:"fingerprint,omitempty"`
+	// Entries in a shuffled stream's epoch list: samples=K for a dataset
+	// opened with a weighted sampler, else size (StreamHeader.epoch_samples
+	// says the same per stream). 0 from daemons that predate it.
+	EpochSamples  int64 `protobuf:"varint,9,opt,name=epoch_samples,json=epochSamples,proto3" json:"epoch_samples,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -463,6 +467,13 @@ func (x *Dataset) GetFingerprint() string {
 		return x.Fingerprint
 	}
 	return ""
+}
+
+func (x *Dataset) GetEpochSamples() int64 {
+	if x != nil {
+		return x.EpochSamples
+	}
+	return 0
 }
 
 // ImageShape is the size of one image.
@@ -2536,7 +2547,7 @@ const file_loaderd_v1_loader_proto_rawDesc = "" +
 	"loaderd.v1\"\x15\n" +
 	"\x13ListDatasetsRequest\"G\n" +
 	"\x14ListDatasetsResponse\x12/\n" +
-	"\bdatasets\x18\x01 \x03(\v2\x13.loaderd.v1.DatasetR\bdatasets\"\x88\x02\n" +
+	"\bdatasets\x18\x01 \x03(\v2\x13.loaderd.v1.DatasetR\bdatasets\"\xad\x02\n" +
 	"\aDataset\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
 	"\x06format\x18\x02 \x01(\tR\x06format\x12\x12\n" +
@@ -2545,7 +2556,8 @@ const file_loaderd_v1_loader_proto_rawDesc = "" +
 	"\x05shape\x18\x05 \x01(\v2\x16.loaderd.v1.ImageShapeR\x05shape\x12*\n" +
 	"\x06layout\x18\x06 \x01(\x0e2\x12.loaderd.v1.LayoutR\x06layout\x12'\n" +
 	"\x0fdefault_augment\x18\a \x01(\tR\x0edefaultAugment\x12 \n" +
-	"\vfingerprint\x18\b \x01(\tR\vfingerprint\"V\n" +
+	"\vfingerprint\x18\b \x01(\tR\vfingerprint\x12#\n" +
+	"\repoch_samples\x18\t \x01(\x03R\fepochSamples\"V\n" +
 	"\n" +
 	"ImageShape\x12\x16\n" +
 	"\x06height\x18\x01 \x01(\x05R\x06height\x12\x14\n" +

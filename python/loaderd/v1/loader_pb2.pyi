@@ -107,9 +107,10 @@ class Batch(_message.Message):
     def __init__(self, seq: _Optional[int] = ..., epoch: _Optional[int] = ..., batch_index: _Optional[int] = ..., indices: _Optional[_Iterable[int]] = ..., labels: _Optional[_Iterable[int]] = ..., dtype: _Optional[_Union[DType, str]] = ..., layout: _Optional[_Union[Layout, str]] = ..., shape: _Optional[_Iterable[int]] = ..., data: _Optional[bytes] = ..., shm: _Optional[_Union[ShmRef, _Mapping]] = ..., params: _Optional[_Union[AugmentParams, _Mapping]] = ..., mix: _Optional[_Union[MixRecord, _Mapping]] = ..., field_data: _Optional[_Iterable[bytes]] = ..., field_ends: _Optional[_Iterable[int]] = ..., field_present: _Optional[_Iterable[bool]] = ..., label_sets: _Optional[_Iterable[int]] = ..., label_set_ends: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class Dataset(_message.Message):
-    __slots__ = ["classes", "default_augment", "fingerprint", "format", "layout", "name", "shape", "size"]
+    __slots__ = ["classes", "default_augment", "epoch_samples", "fingerprint", "format", "layout", "name", "shape", "size"]
     CLASSES_FIELD_NUMBER: _ClassVar[int]
     DEFAULT_AUGMENT_FIELD_NUMBER: _ClassVar[int]
+    EPOCH_SAMPLES_FIELD_NUMBER: _ClassVar[int]
     FINGERPRINT_FIELD_NUMBER: _ClassVar[int]
     FORMAT_FIELD_NUMBER: _ClassVar[int]
     LAYOUT_FIELD_NUMBER: _ClassVar[int]
@@ -118,13 +119,14 @@ class Dataset(_message.Message):
     SIZE_FIELD_NUMBER: _ClassVar[int]
     classes: _containers.RepeatedScalarFieldContainer[str]
     default_augment: str
+    epoch_samples: int
     fingerprint: str
     format: str
     layout: Layout
     name: str
     shape: ImageShape
     size: int
-    def __init__(self, name: _Optional[str] = ..., format: _Optional[str] = ..., size: _Optional[int] = ..., classes: _Optional[_Iterable[str]] = ..., shape: _Optional[_Union[ImageShape, _Mapping]] = ..., layout: _Optional[_Union[Layout, str]] = ..., default_augment: _Optional[str] = ..., fingerprint: _Optional[str] = ...) -> None: ...
+    def __init__(self, name: _Optional[str] = ..., format: _Optional[str] = ..., size: _Optional[int] = ..., classes: _Optional[_Iterable[str]] = ..., shape: _Optional[_Union[ImageShape, _Mapping]] = ..., layout: _Optional[_Union[Layout, str]] = ..., default_augment: _Optional[str] = ..., fingerprint: _Optional[str] = ..., epoch_samples: _Optional[int] = ...) -> None: ...
 
 class GetSamplesRequest(_message.Message):
     __slots__ = ["augment", "dataset", "dtype", "epoch", "include_params", "indices", "layout", "seed"]
