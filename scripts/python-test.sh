@@ -4,7 +4,8 @@
 # source tree, so the tests import the installed package (a test checks
 # that). The daemon is built from this checkout. Then the torchrun example
 # trains with DDP on two processes. Needs the Debian packages of
-# scripts/python-setup.sh. Extra arguments go to pytest.
+# scripts/python-setup.sh. Extra arguments go to pytest. First mypy checks
+# the package's annotations.
 #
 # /usr/bin/python3 on purpose: a python3 earlier on PATH may be another
 # interpreter that cannot see Debian's packages. The venv is made with
@@ -19,6 +20,13 @@ export PATH="$PATH:/usr/local/go/bin"
 py=/usr/bin/python3
 
 python/protogen.sh --check
+
+# The package's annotations (py.typed): Debian's mypy (python3-mypy, from
+# python-setup.sh) with python/pyproject.toml's [tool.mypy]: seconds (torch
+# and numpy are taken as Any; see there), less with the cache, kept outside
+# the checkout.
+(cd python && "$py" -m mypy --config-file pyproject.toml \
+	--cache-dir "${LOADERD_MYPY_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/loaderd-mypy}" -p loaderd -m _loaderd_cli)
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/loaderd-pytest.XXXXXX")
 trap 'rm -rf "$work"' EXIT

@@ -22,6 +22,7 @@ import ipaddress
 import os
 import re
 import socket
+from typing import Any, List
 
 Address = collections.namedtuple("Address", "text target unix_path")
 Address.__doc__ = """A parsed address: text as given, target for grpc.insecure_channel,
@@ -160,7 +161,7 @@ def parse_target(address):
         return Pool(text, (), host, port)
     if "," not in a:
         return parse(address)
-    members = []
+    members: List[Any] = []
     for item in a.split(","):
         item = item.strip()
         if not item:

@@ -24,17 +24,22 @@ import grpc
 from . import _address, _fork
 from ._errors import Error
 
+# Credentials' fields, in order (spelled out there too: mypy needs the literal)
 FIELDS = ("tls", "tls_ca", "tls_cert", "tls_key", "tls_server_name", "token", "token_file", "insecure")
 _ENV = {f: "LOADERD_" + f.upper() for f in FIELDS}
 _BOOLS = ("tls", "insecure")
 _TRUE, _FALSE = ("1", "t", "true", "yes"), ("0", "f", "false", "no", "")
 
-class Credentials(collections.namedtuple("Credentials", FIELDS)):
+class Credentials(collections.namedtuple("Credentials", ["tls", "tls_ca", "tls_cert", "tls_key", "tls_server_name",
+                                                         "token", "token_file", "insecure"])):
     """What secures a channel to a daemon's TCP listener (see the module's doc)."""
     __slots__ = ()
 
     def __repr__(self):  # a log or a traceback must not show the token
         return super(Credentials, self._replace(token=self.token and "<hidden>")).__repr__()
+
+
+assert Credentials._fields == FIELDS
 
 
 def resolve(**kw):

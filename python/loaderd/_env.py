@@ -6,7 +6,7 @@ import os
 def _env_int(*names):
     for n in names:
         v = os.environ.get(n)
-        if v not in (None, ""):
+        if v:
             try:
                 return int(v)
             except ValueError:

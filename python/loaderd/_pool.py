@@ -21,6 +21,7 @@ import ctypes
 import queue
 import time
 import warnings
+from typing import Dict, List
 
 import grpc
 import numpy as np
@@ -94,7 +95,7 @@ class PoolSession:
             raise Error(f"loaderd: {what}: no daemon answered: "
                         + ("; ".join(f"{m.addr.text}: {why(r)}" for m, r in opened.items()) or "none in time"),
                         codes.pop() if len(codes) == 1 else grpc.StatusCode.UNAVAILABLE)
-        by_print = {}
+        by_print: Dict[str, List[str]] = {}
         for m, r in ok:
             by_print.setdefault(r.header.fingerprint, []).append(m.addr.text)
         if "" in by_print:

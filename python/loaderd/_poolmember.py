@@ -5,6 +5,7 @@ numbering that names a batch to any daemon."""
 import queue
 import threading
 import time
+from typing import Optional
 
 import grpc
 
@@ -125,7 +126,8 @@ def dial(addr, creds, open_msg, timeout, wait_for_ready):
         ch = _rpc.channel(addr, creds=creds, options=[("grpc.use_local_subchannel_pool", 1)])
     except (ValueError, Error) as e:  # credentials that cannot be used
         return Error(str(e))
-    q, done = queue.SimpleQueue(), threading.Event()
+    q: queue.SimpleQueue[Optional[pb.StreamRequest]] = queue.SimpleQueue()
+    done = threading.Event()
     call = None
     try:
         stream = ch.stream_stream(_STREAM, request_serializer=pb.StreamRequest.SerializeToString,
@@ -184,7 +186,7 @@ class Member:
     def receive(self, gen, call, events):
         """The receiver thread of stream gen (call): each batch (an
         Arrival) and finally why it stopped go to events."""
-        err = Error("the daemon ended its on-demand stream")
+        err: Exception = Error("the daemon ended its on-demand stream")
         try:
             for a in call:
                 if not isinstance(a, Arrival):

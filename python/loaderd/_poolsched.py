@@ -15,6 +15,7 @@ import logging
 import queue
 import threading
 import time
+from typing import Any, Dict, Optional, Tuple
 
 from . import _address
 from ._errors import Error
@@ -38,7 +39,8 @@ class Scheduler:
         self.pool, self.creds, self.open = pool, creds, open_msg
         self.address = pool.text
         self.failover = float(failover_after)
-        self.events, self.ready = queue.SimpleQueue(), queue.SimpleQueue()
+        self.events: queue.SimpleQueue[Tuple[Any, ...]] = queue.SimpleQueue()
+        self.ready: queue.SimpleQueue[Tuple[Any, ...]] = queue.SimpleQueue()
         self.lock, self.stopped = threading.Lock(), False
         self.members = [Member(a) for a in addrs]
         self.last_wait = 0            # the caller's last wait, in ns, sent with each ack
@@ -98,7 +100,8 @@ class Scheduler:
         wait = connect_timeout if connect_timeout and connect_timeout > 0 else CONNECT_TIMEOUT
         for m in self.members:
             self.dial(m, wait, bool(connect_timeout and connect_timeout > 0))
-        t0, opened = time.monotonic(), {}
+        t0 = time.monotonic()
+        opened: Dict[Any, Any] = {}  # member -> its open stream or error
         while len(opened) < len(self.members):
             ok = any(not isinstance(r, BaseException) for r in opened.values())
             left = t0 + CONNECT_TIMEOUT - time.monotonic() if ok else wait + 5
@@ -124,7 +127,7 @@ class Scheduler:
                     return
                 self._housekeep()
                 try:
-                    ev = self.events.get(timeout=TICK)
+                    ev: Optional[Tuple[Any, ...]] = self.events.get(timeout=TICK)
                 except queue.Empty:
                     continue
                 while ev is not None:
@@ -145,9 +148,9 @@ class Scheduler:
         with self.lock:
             self.stopped = True
         for m in self.members:
-            if m.up:
-                m.conn.close()
-                m.conn = None
+            conn, m.conn = m.conn, None
+            if conn is not None:
+                conn.close()
 
     def _handle(self, ev):
         kind = ev[0]

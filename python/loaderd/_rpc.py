@@ -2,6 +2,7 @@
 
 import collections
 import time
+from typing import List
 
 import grpc
 
@@ -10,8 +11,10 @@ from ._errors import Error, UnreachableError, _status, from_rpc, is_unreachable
 from .v1 import loader_pb2 as pb
 from .v1 import loader_pb2_grpc as pb_grpc
 
-DatasetInfo = collections.namedtuple("DatasetInfo", "name format size classes shape layout default_augment")
-DatasetInfo.__doc__ = "A dataset the daemon registered; shape is (height, width, channels)."
+DatasetInfo = collections.namedtuple("DatasetInfo", "name format size classes shape layout default_augment epoch_samples",
+                                     defaults=(0,))
+DatasetInfo.__doc__ = ("A dataset the daemon registered; shape is (height, width, channels); epoch_samples is a "
+                       "shuffled epoch's length (samples=K under a weighted sampler; 0 from older daemons).")
 
 MAX_NAMES = 10000  # SampleNames' page limit (loader.proto)
 _LAYOUTS = {pb.LAYOUT_HWC: "hwc", pb.LAYOUT_CHW: "chw"}
@@ -31,7 +34,7 @@ def channel(address, options=(), creds=None, **kw):
 
 def infos(resp):
     return [DatasetInfo(d.name, d.format, d.size, list(d.classes), (d.shape.height, d.shape.width, d.shape.channels),
-                        _LAYOUTS.get(d.layout), d.default_augment) for d in resp.datasets]
+                        _LAYOUTS.get(d.layout), d.default_augment, d.epoch_samples) for d in resp.datasets]
 
 
 def call_ready(fn, request, address, what, connect_timeout):
@@ -112,7 +115,7 @@ def sample_names(address, dataset, start=0, count=None, connect_timeout=10.0, **
     if start < 0 or (count is not None and count < 0):
         raise ValueError(f"loaderd: sample_names start {start}, count {count}")
     c = _creds.resolve(**creds)
-    out = []
+    out: List[str] = []
     pos = start
     ch = None if isinstance(t, _address.Pool) else channel(t, creds=c)
     try:

@@ -33,6 +33,7 @@ import mmap
 import os
 import socket
 import sys
+from typing import Any, Optional
 
 import torch
 
@@ -257,9 +258,9 @@ class Region:
 
     def close(self):
         self._slots.clear()  # unmapped with their last views
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
+        fd, self._fd = self._fd, None  # cleared first: an interrupted close never closes it twice
+        if fd is not None:
+            os.close(fd)
 
 
 class _Ref:
@@ -312,8 +313,8 @@ class _Buf:
     def __init__(self, arr):
         self.arr = arr  # numpy view of the buffer's tensor: views hold it
         self.addr = arr.ctypes.data
-        self.event = None
-        self.idle_refs = None
+        self.event: Optional[Any] = None  # torch.cuda.Event of the last copy out of it, with CUDA
+        self.idle_refs = 0  # set by Ring._new once the buffer is its own (never ready before)
 
     def ready(self):
         if sys.getrefcount(self.arr) > self.idle_refs:

@@ -7,6 +7,7 @@ import threading
 import time
 import warnings
 import weakref
+from typing import Any, List, NamedTuple, Optional, Tuple
 
 import grpc
 import torch
@@ -26,8 +27,30 @@ DTYPES = {
 
 _PHOTO = ("jitter_order", "jitter", "gray", "sigma", "num_ops", "op", "magnitude")
 _ERASE = ("erased", "erase_top", "erase_left", "erase_height", "erase_width", "erase_noise")
-Params = collections.namedtuple("Params", ("top", "left", "flip", "height", "width") + _PHOTO + _ERASE,
-                                defaults=(None,) * (2 + len(_PHOTO) + len(_ERASE)))
+
+
+class Params(NamedTuple):
+    top: torch.Tensor
+    left: torch.Tensor
+    flip: torch.Tensor
+    height: Optional[torch.Tensor] = None
+    width: Optional[torch.Tensor] = None
+    jitter_order: Optional[torch.Tensor] = None  # _PHOTO
+    jitter: Optional[torch.Tensor] = None
+    gray: Optional[torch.Tensor] = None
+    sigma: Optional[torch.Tensor] = None
+    num_ops: Optional[torch.Tensor] = None
+    op: Optional[torch.Tensor] = None
+    magnitude: Optional[torch.Tensor] = None
+    erased: Optional[torch.Tensor] = None  # _ERASE
+    erase_top: Optional[torch.Tensor] = None
+    erase_left: Optional[torch.Tensor] = None
+    erase_height: Optional[torch.Tensor] = None
+    erase_width: Optional[torch.Tensor] = None
+    erase_noise: Optional[Tuple[int, ...]] = None
+
+
+assert Params._fields[5:] == _PHOTO + _ERASE
 Params.__doc__ = """Each sample's random crop origin (top, left; int64, in the
 padded image) and horizontal flip (bool), as tensors of length N. For a
 pipeline that opens with resize, center_crop or random_resized_crop,
@@ -72,12 +95,12 @@ def params_of(p):
             raise ProtocolError(f"loaderd: {len(values)} color_jitter values, want {per} per sample")
         return t.reshape(-1, per)
 
-    photo = (None,) * len(_PHOTO)
+    photo: Tuple[Any, ...] = (None,) * len(_PHOTO)
     if any(len(getattr(p, f)) for f in _PHOTO):
         photo = (opt(p.jitter_order, torch.int64, 4), opt(p.jitter, torch.float32, 4), opt(p.gray, torch.bool),
                  opt(p.sigma, torch.float32), opt(p.num_ops, torch.int64), opt(p.op, torch.int64),
                  opt(p.magnitude, torch.float32))
-    erase = (None,) * len(_ERASE)
+    erase: Tuple[Any, ...] = (None,) * len(_ERASE)
     if len(p.erased):
         erase = (opt(p.erased, torch.bool), opt(p.erase_top, torch.int64), opt(p.erase_left, torch.int64),
                  opt(p.erase_height, torch.int64), opt(p.erase_width, torch.int64), tuple(p.erase_noise))
@@ -105,7 +128,7 @@ def mix_of(header, m, labels, device):
 
 # Every open session, closed before the interpreter finalises (see
 # Session.close for why that matters).
-_sessions = weakref.WeakSet()
+_sessions: weakref.WeakSet[Any] = weakref.WeakSet()  # Session and PoolSession
 
 
 def close_all():
@@ -258,6 +281,65 @@ def _requests(open_msg, acks, done):
         done.set()
 
 
+class _Flag:
+    """A one-shot event another thread sets, waited for on the main thread
+    with a plain lock: an interrupted lock.acquire leaves nothing behind,
+    where a KeyboardInterrupt inside threading.Event.wait (a Condition) can
+    surface as "cannot release un-acquired lock"."""
+    __slots__ = ("_lock",)
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._lock.acquire()
+
+    def set(self):
+        if self._lock.locked():
+            try:
+                self._lock.release()
+            except RuntimeError:
+                pass  # set twice
+
+    def wait(self, timeout):
+        if self._lock.acquire(timeout=timeout):
+            self._lock.release()
+            return True
+        return False
+
+
+_END = object()  # the response stream ended with OK
+
+
+def _read(call, want, replies, failed, done):
+    """The response stream, read on a thread of its own: the session waits
+    on the replies queue, where Ctrl-C interrupts it cleanly. gRPC's own
+    waits are not safe to interrupt: a KeyboardInterrupt inside next(call)'s
+    Condition.wait, or between its `with condition:` taking the lock and
+    the block starting, leaves the call's lock held (the cancel or channel
+    close at exit then hangs) or raises "cannot release un-acquired lock"
+    from grpc/_channel.py. So every gRPC wait, and call.done(), happens
+    here, where no signal is delivered.
+
+    One message is read per token on want (None ends the thread), when the
+    session asks, as next(call) on the caller's thread did: nothing is read
+    ahead. Each reply goes with whether the call had already failed when it
+    was handed out; the terminal item (_END, or the error, also appended to
+    failed) goes last. The thread holds the call and the queues only (see
+    _requests)."""
+    try:
+        while want.get() is not None:
+            try:
+                reply = next(call)
+            except StopIteration:
+                replies.put(_END)
+                return
+            replies.put((reply, call.done() and call.code() != grpc.StatusCode.OK))
+    except BaseException as e:  # grpc.RpcError, or a closed channel's ValueError
+        failed.append(e)
+        replies.put(e)
+    finally:
+        done.set()
+
+
 class _Rec:
     """A delivered batch the daemon still counts against the window."""
     __slots__ = ("seq", "ref", "released", "wait_ns")
@@ -271,8 +353,15 @@ class Session:
     """One open Stream. Not safe for concurrent use."""
 
     def __init__(self, stub, open_msg, address, pin=False, values_on=None):
-        self._acks = queue.SimpleQueue()
-        self._done = threading.Event()
+        self._acks: queue.SimpleQueue[Optional[Tuple[int, int]]] = queue.SimpleQueue()
+        self._done = _Flag()
+        # A token per message asked of the reader (_read); None ends it.
+        self._want: queue.SimpleQueue[Optional[int]] = queue.SimpleQueue()
+        self._asked = False  # a token is out: its reply comes next
+        self._replies: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._read_done = _Flag()
+        self._read_failed: List[BaseException] = []  # the reader's error, once the call failed
+        self._reader = None
         self.closed = False
         self.failed = None
         self.forked_from = None  # the parent's pid, in a child forked while the stream was open
@@ -285,7 +374,11 @@ class Session:
         self._call = stub.Stream(_requests(open_msg, self._acks, self._done))
         _sessions.add(self)
         try:
-            first = next(self._call)
+            self._reader = threading.Thread(
+                target=_read, args=(self._call, self._want, self._replies, self._read_failed, self._read_done),
+                name="loaderd-stream", daemon=True)
+            self._reader.start()
+            first, _ = self._reply()
         except grpc.RpcError as e:
             self._stop()
             raise from_rpc(e, f"open {open_msg.dataset!r}", address) from None
@@ -326,6 +419,35 @@ class Session:
             self._stop()
             raise
 
+    def __del__(self):
+        # A session dropped unclosed: end its reader, which holds the call,
+        # so that the call goes (and gRPC cancels it) as it did without one.
+        try:
+            self._want.put(None)
+        except Exception:
+            pass
+
+    def _reply(self):
+        """The next message of the response stream; raises StopIteration at
+        its end and its RpcError after it failed, as next(call) does."""
+        if not self._asked:
+            self._asked = True
+            self._want.put(1)
+        while True:
+            try:
+                # A bounded wait in a loop: Ctrl-C is delivered between tries.
+                item = self._replies.get(timeout=0.5)
+                self._asked = False
+                break
+            except queue.Empty:
+                continue
+        if item is _END or isinstance(item, BaseException):
+            self._replies.put(item)  # the stream stays ended for every later call
+            if item is _END:
+                raise StopIteration
+            raise item
+        return item
+
     @property
     def unacked(self):
         return len(self._recs)
@@ -348,7 +470,7 @@ class Session:
                             "release one (raise prefetch, or hold fewer)")
         t0 = time.monotonic_ns()
         try:
-            reply = next(self._call)
+            reply, late = self._reply()
         except StopIteration:
             return None
         except grpc.RpcError as e:
@@ -370,13 +492,16 @@ class Session:
         for d in shape:
             length *= d
         if which == "shm" and self.region is not None:
-            if self._call.done() and self._call.code() != grpc.StatusCode.OK:
+            if late or self._read_failed:
                 # gRPC hands out messages it buffered before the stream
                 # failed, but a failed stream's slots are no longer ours
                 # ("valid until acked or the stream ends"): resume before it.
-                self.failed = self._call
+                err = self._read_failed[0] if self._read_failed else self._call
+                if not isinstance(err, grpc.RpcError):
+                    err = self._call
+                self.failed = err
                 self._let_go()
-                raise from_rpc(self._call, f"stream (batch {b.seq} arrived after it ended)", self.address)
+                raise from_rpc(err, f"stream (batch {b.seq} arrived after it ended)", self.address)
             if b.shm.length != length:
                 raise ProtocolError(f"loaderd: batch {b.seq} is {b.shm.length} bytes in shared memory, want {length}")
             images, rec.ref = self.region.view(b.shm.slot, b.shm.offset, b.shm.length, self.dtype, shape)
@@ -409,7 +534,7 @@ class Session:
         if self.closed:
             return
         buf = self._bufs.pop(seq, None)
-        if buf is not None:
+        if buf is not None and self._ring is not None:  # a buffer comes only from the ring
             if self._cuda:
                 # A .cuda(non_blocking=True) copy may still read the buffer:
                 # it is reused once the current CUDA stream has passed here.
@@ -496,10 +621,21 @@ class Session:
         # half-close the stream, and a daemon that keeps sending after a
         # half-close until the cancel lands miscounts its in-flight batches.
         self.closed = True
+        _sessions.discard(self)
+        # Acks still queued carry the caller's waits to the daemon's
+        # metrics: give gRPC's request thread a moment to take them.
+        for _ in range(20):
+            if self._acks.empty() or self.abandoned:
+                break
+            time.sleep(0.01)
         self._call.cancel()
         self._acks.put(None)
-        # gRPC's request thread ends once the generator has returned; wait
-        # (briefly) so that no thread of ours is left running into the
-        # interpreter's shutdown.
-        self._done.wait(2.0)
-        _sessions.discard(self)
+        self._want.put(None)
+        # gRPC's request thread ends once the generator has returned, and
+        # the reader once the cancel lands; wait (briefly, interruptibly) so
+        # that no thread of ours is left running into the interpreter's
+        # shutdown. A request thread that stopped consuming at the cancel
+        # never resumes the generator: not worth more than this.
+        self._done.wait(0.5)
+        if self._reader is not None:
+            self._read_done.wait(0.5)

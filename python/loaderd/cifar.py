@@ -74,7 +74,10 @@ def load_image_tar(path: _PathLike, limit: Optional[int] = None) -> Tuple[np.nda
             parts = m.name.split("/")
             if len(parts) < 2:
                 continue
-            with Image.open(io.BytesIO(tar.extractfile(m).read())) as im:
+            f = tar.extractfile(m)
+            if f is None:  # not a regular file after all (isfile() said it was)
+                continue
+            with Image.open(io.BytesIO(f.read())) as im:
                 items.append((parts[-2], np.asarray(im.convert("RGB"))))
             if limit is not None and len(items) >= limit:
                 break

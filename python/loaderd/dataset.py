@@ -8,24 +8,30 @@ import ctypes
 import os
 import sys
 import time
+import types
 import weakref
-from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Deque, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple, Type, Union
 
 import grpc
 import torch
 
-from . import _address, _creds, _fork, _get, _pool, _rpc, _shm, _stream, _values, serve as _serve
+from . import _address, _creds, _fork, _get, _pool, _rpc, _shm, _stream, _values
+from .serve import after_fork as _serve_after_fork, stop_all as _serve_stop_all  # loaderd.serve is also a function
 from ._env import rank_world
 from ._errors import Error, ProtocolError
 from ._stream import Batch, Session, close_all
 from .v1 import loader_pb2 as pb
 from .v1 import loader_pb2_grpc as pb_grpc
 
-try:  # DataLoader's fetcher, to tell DataLoader(ds) from DataLoader(ds, batch_size=None)
-    from torch.utils.data._utils.fetch import _IterableDatasetFetcher
-    _FETCHER_INIT = _IterableDatasetFetcher.__init__.__code__
+# DataLoader's fetcher, to tell DataLoader(ds) from DataLoader(ds, batch_size=None)
+_FETCHER: Optional[Type[Any]] = None
+_FETCHER_INIT: Optional[types.CodeType] = None
+try:
+    from torch.utils.data._utils import fetch as _fetch
+    _FETCHER = _fetch._IterableDatasetFetcher
+    _FETCHER_INIT = _fetch._IterableDatasetFetcher.__init__.__code__
 except (ImportError, AttributeError):  # pragma: no cover - a torch that moved it
-    _IterableDatasetFetcher = _FETCHER_INIT = None
+    _FETCHER = _FETCHER_INIT = None
 
 _DTYPES = {None: pb.DTYPE_UNSPECIFIED, "u8": pb.DTYPE_U8, "f32": pb.DTYPE_F32, "f16": pb.DTYPE_F16, "bf16": pb.DTYPE_BF16}
 _LAYOUTS = {None: pb.LAYOUT_UNSPECIFIED, "hwc": pb.LAYOUT_HWC, "chw": pb.LAYOUT_CHW}
@@ -50,7 +56,7 @@ list_datasets = _rpc.list_datasets
 # Datasets with a channel, closed before the interpreter finalises: a gRPC
 # channel or stream closed later (from __del__, during finalisation) leaves
 # gRPC's threads running into the shutdown, which aborts the process.
-_live = weakref.WeakSet()
+_live: weakref.WeakSet[Dataset] = weakref.WeakSet()
 
 
 @atexit.register
@@ -61,7 +67,7 @@ def _close_all():
         except Exception:
             pass
     close_all()
-    _serve.stop_all()  # after the streams: a daemon stopped first would end them with UNAVAILABLE
+    _serve_stop_all()  # after the streams: a daemon stopped first would end them with UNAVAILABLE
 
 
 def _daemon_stopping(unix_path, why):
@@ -96,7 +102,7 @@ def _after_fork_in_child():
         orphans += ds._forked()
     _live.clear()
     _shm.after_fork()
-    _serve.after_fork()
+    _serve_after_fork()
     if orphans:
         ctypes.pythonapi.Py_IncRef(ctypes.py_object(orphans))  # never freed
 
@@ -311,7 +317,7 @@ class Dataset(torch.utils.data.IterableDataset):
             raise TypeError("loaderd: drop_last_batch is gone: drop_last now means what it means for DataLoader "
                             "(skip the short last batch); DistributedSampler's drop_last is sampler_drop_last")
         if isinstance(dtype, torch.dtype):
-            dtype = _TORCH_DTYPES.get(dtype, dtype)
+            dtype = _TORCH_DTYPES.get(dtype, str(dtype))  # an unsupported one is refused below
         self._addr = _address.parse_target(address)
         self._pool = self._addr if isinstance(self._addr, _address.Pool) else None
         if self._pool is not None and transport == "shm":
@@ -320,8 +326,9 @@ class Dataset(torch.utils.data.IterableDataset):
                              "normalize_on='cuda' (or 'cpu') sends uint8, a quarter of f32's bytes")
         if transport is None:
             transport = "inline" if self._pool is not None else "shm"
-        for what, value, allowed in (("dtype", dtype, _DTYPES), ("layout", layout, _LAYOUTS),
-                                     ("transport", transport, _TRANSPORTS)):
+        choices: Tuple[Tuple[str, Any, Mapping[Any, Any]], ...] = (
+            ("dtype", dtype, _DTYPES), ("layout", layout, _LAYOUTS), ("transport", transport, _TRANSPORTS))
+        for what, value, allowed in choices:
             if value not in allowed:
                 raise ValueError(f"loaderd: {what} {value!r} (want one of {sorted(k for k in allowed if k)})")
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or not 1 <= batch_size <= MAX_BATCH:
@@ -358,14 +365,15 @@ class Dataset(torch.utils.data.IterableDataset):
         self.reconnects, self.reconnect_wait = int(reconnects), float(reconnect_wait)
         self._pos = (0, 0, 0)    # (epoch, batch, offset): batch counts from the epoch's offset
         self._resume = False     # the next iterator starts at _pos even mid-epoch
-        self._channel = None
-        self._stub = None
-        self._warm = None        # a session whose next batch is _warm_pos (a finished epoch's)
+        self._channel: Optional[grpc.Channel] = None
+        self._stub: Optional[pb_grpc.LoaderStub] = None
+        # a session whose next batch is _warm_pos (a finished epoch's)
+        self._warm: Union[Session, _pool.PoolSession, None] = None
         self._warm_pos = None
-        self._iters = weakref.WeakSet()
-        self._info = None
-        self._names = {}         # page -> names (SampleNames)
-        self._spec = None
+        self._iters: weakref.WeakSet[BatchIterator] = weakref.WeakSet()
+        self._info: Optional[DatasetInfo] = None
+        self._names: Dict[int, List[str]] = {}  # page -> names (SampleNames)
+        self._spec: Optional[str] = None
 
     @classmethod
     def eval(cls, address: str, dataset: str, batch_size: int, **kw: Any) -> Dataset:
@@ -433,8 +441,8 @@ class Dataset(torch.utils.data.IterableDataset):
         delivered a second time. Any rank's
         state will do, as data-parallel ranks save after the same step;
         given every rank's, they must agree, or ValueError names them."""
-        many = isinstance(state, (list, tuple))
-        states = [self._upgrade(s) for s in (state if many else [state])]
+        many = not isinstance(state, Mapping)
+        states = [self._upgrade(s) for s in (list(state) if not isinstance(state, Mapping) else [state])]
         if not states:
             raise ValueError("loaderd: no state to load")
         for st in states:
@@ -485,7 +493,8 @@ class Dataset(torch.utils.data.IterableDataset):
     def info(self) -> DatasetInfo:
         """DatasetInfo of the served dataset (one ListDatasets call, cached;
         waits up to connect_timeout for the daemon)."""
-        if self._info is None:
+        info = self._info
+        if info is None:
             what = f"list datasets at {self.address}"
             if self._pool is not None:
                 resp = _rpc.call_pool(self._pool, self._creds, "ListDatasets", pb.ListDatasetsRequest(), what,
@@ -495,7 +504,7 @@ class Dataset(torch.utils.data.IterableDataset):
                                        self.connect_timeout)
             for d in _rpc.infos(resp):
                 if d.name == self.dataset:
-                    self._info = d
+                    info = self._info = d
                     break
             else:
                 # A daemon with --auth-tokens lists only the token's datasets.
@@ -503,11 +512,24 @@ class Dataset(torch.utils.data.IterableDataset):
                 raise Error(f"loaderd: unknown dataset {self.dataset!r} at {self.address} "
                             f"(registered{mine}: {', '.join(d.name for d in resp.datasets) or 'none'})",
                             grpc.StatusCode.NOT_FOUND)
-        return self._info
+        return info
+
+    def _epoch_len(self) -> int:
+        """Entries of an epoch's list: the dataset's size, or for a shuffled
+        loop over a weighted sampler its samples=K draws."""
+        info = self.info()
+        return info.epoch_samples if self.shuffle and info.epoch_samples else info.size
+
+    def _at_epoch_end(self, pos: Tuple[int, int, int]) -> bool:
+        """Whether resume point pos is after its epoch's last batch (a
+        DataLoader stopped at the end of an epoch, saved by hand)."""
+        _, b, o = pos
+        return b > 0 and b >= _batches_from(self._epoch_len(), self.world_size, self.batch_size,
+                                            self.sampler_drop_last, self.drop_last, o)
 
     def samples_per_epoch(self) -> int:
         """This rank's samples per epoch (DistributedSampler's num_samples)."""
-        n, w = self.info().size, self.world_size
+        n, w = self._epoch_len(), self.world_size
         return n // w if self.sampler_drop_last else _ceil_div(n, w)
 
     def batches_per_epoch(self) -> int:
@@ -523,7 +545,7 @@ class Dataset(torch.utils.data.IterableDataset):
         _, b, o = self._start()
         if (b, o) == (0, 0):
             return self.batches_per_epoch()
-        left = _batches_from(self.info().size, self.world_size, self.batch_size, self.sampler_drop_last,
+        left = _batches_from(self._epoch_len(), self.world_size, self.batch_size, self.sampler_drop_last,
                              self.drop_last, o) - b
         return max(0, left)
 
@@ -629,13 +651,17 @@ class Dataset(torch.utils.data.IterableDataset):
     def close(self) -> None:
         """End every stream of the dataset and close its channel. The
         dataset may be iterated again afterwards (it reconnects)."""
-        for it in list(self._iters):
-            it.close()
-        self._close_warm()
-        if self._channel is not None:
-            self._channel.close()
-            self._channel = self._stub = None
-        _live.discard(self)
+        try:
+            for it in list(self._iters):
+                it.close()
+            self._close_warm()
+        finally:
+            # After the streams' cancels: closing the channel under a call
+            # still open is what gRPC handles worst.
+            ch, self._channel, self._stub = self._channel, None, None
+            _live.discard(self)
+            if ch is not None:
+                ch.close()
 
     def __enter__(self) -> Dataset:
         return self
@@ -692,6 +718,7 @@ class Dataset(torch.utils.data.IterableDataset):
 
     def _open(self, pos):
         self.info()  # waits for a daemon that is starting; names an unknown dataset
+        s: Union[Session, _pool.PoolSession]
         if self._pool is not None:
             s = _pool.PoolSession(self._pool, self._creds, self._open_msg(pos), lambda h: self._batches_at(pos, h),
                                   prefetch=self.prefetch, pin=self.pin, values_on=self.normalize_on,
@@ -770,13 +797,13 @@ def _refuse_collating_dataloader():
     frame's f_locals makes CPython keep a snapshot of its locals, which
     must never happen to the caller's own frames (it would keep their
     objects alive)."""
-    if _IterableDatasetFetcher is None:
+    if _FETCHER is None:
         return
     f = sys._getframe(2)  # 0: here, 1: Dataset.__iter__, 2: who called iter()
     if f is None or f.f_code is not _FETCHER_INIT:
         return
     fetcher = f.f_locals.get("self")
-    if isinstance(fetcher, _IterableDatasetFetcher) and fetcher.auto_collation:
+    if isinstance(fetcher, _FETCHER) and fetcher.auto_collation:
         raise Error("loaderd: a loaderd.Dataset yields whole batches, and this DataLoader would stack them "
                     "again (its default batch_size=1 makes [1, N, C, H, W]): use "
                     "DataLoader(ds, batch_size=None), or iterate the dataset directly; the daemon already "
@@ -802,8 +829,12 @@ class BatchIterator:
         self._end = None if epochs is None else self._pos[0] + epochs
         if ds.epochs is not None:
             self._end = ds.epochs if self._end is None else min(self._end, ds.epochs)
+        if ds._at_epoch_end(self._pos):
+            # Nothing of that epoch is left: this loop yields no batch of
+            # it, and the next epoch starts from its beginning.
+            self._pos = (self._pos[0] + 1, 0, 0)
         self._session = None
-        self._held = collections.deque()
+        self._held: Deque[Batch] = collections.deque()
         self._done = False
         ds._iters.add(self)
 
@@ -826,7 +857,12 @@ class BatchIterator:
             if self._end is None or self._pos[0] < self._end:
                 b = self._receive()
         except BaseException:
-            self.close()
+            # Ctrl-C (or any error) ends the stream; a failure to close must
+            # not replace the exception the caller is to see.
+            try:
+                self.close()
+            except Exception:
+                pass
             raise
         if b is None:
             self._finish()

@@ -57,13 +57,13 @@ def find_binary(binary: Optional[PathLike] = None) -> str:
             if not (os.path.isfile(path) and os.access(path, os.X_OK)):
                 raise Error(f"loaderd: {what} {cand!r} is not an executable file")
             return os.path.abspath(path)
-    path = bundled_binary() or shutil.which("loaderd")
-    if path is None:
+    found = bundled_binary() or shutil.which("loaderd")
+    if found is None:
         raise Error("loaderd: no loaderd binary on PATH, and none bundled with this package (a source install): "
                     "install the wheel with the daemon inside (scripts/wheel.sh builds it), or build the daemon "
                     "(`go build -o bin/ ./cmd/loaderd` in the loaderd repository) and put bin/ on PATH, set "
                     "LOADERD_BIN, or pass binary=")
-    return path
+    return found
 
 
 Datasets = Union[str, Mapping[str, str], Iterable[PathLike]]
@@ -197,7 +197,7 @@ def serve(datasets: Datasets, *, binary: Optional[PathLike] = None, workers: Uni
         argv += ["--workers", "auto" if workers == "auto" else str(int(workers))]
     argv += [os.fspath(a) for a in args]
     owns = socket is None
-    if owns:
+    if socket is None:
         workdir = tempfile.mkdtemp(prefix="loaderd-")
         socket = os.path.join(workdir, "loaderd.sock")
     else:
