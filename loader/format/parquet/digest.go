@@ -33,7 +33,7 @@ func digestFile(name string, data []byte) fileDigest {
 // DigestRecords implements imagedec.RecordDigester: each file's name,
 // size and footer, then each row's image size (-1 for a null one).
 func (p *source) DigestRecords(h hash.Hash) error {
-	if p.offs == nil {
+	if p.img.offs == nil {
 		return loader.ErrClosed
 	}
 	loader.DigestString(h, "parquet")
@@ -44,8 +44,8 @@ func (p *source) DigestRecords(h hash.Hash) error {
 		h.Write(d.footer[:])
 	}
 	for i := range p.Len() {
-		n := p.offs[i+1] - p.offs[i]
-		if p.null != nil && p.null[i] {
+		n := p.img.offs[i+1] - p.img.offs[i]
+		if p.img.null != nil && p.img.null[i] {
 			n = -1
 		}
 		loader.DigestInt(h, n)

@@ -62,7 +62,7 @@ func (b *byteCol) read(rg *file.RowGroupReader, col int, maxDef int16, n int64) 
 	}
 	r, ok := cr.(*file.ByteArrayColumnChunkReader)
 	if !ok {
-		return fmt.Errorf("%w: field column %q reader is %T", loader.ErrColumn, b.name, cr)
+		return fmt.Errorf("%w: column %q reader is %T", loader.ErrColumn, b.name, cr)
 	}
 	vals := make([]parquet.ByteArray, parquetChunk)
 	defs := make([]int16, parquetChunk)
@@ -72,7 +72,7 @@ func (b *byteCol) read(rg *file.RowGroupReader, col int, maxDef int16, n int64) 
 			return fmt.Errorf("%w: %w", loader.ErrCorrupt, err)
 		}
 		if total == 0 {
-			return fmt.Errorf("%w: field column %q ends after %d of %d rows", loader.ErrTruncated, b.name, read, n)
+			return fmt.Errorf("%w: column %q ends after %d of %d rows", loader.ErrTruncated, b.name, read, n)
 		}
 		v := 0
 		for _, d := range defs[:total] {
@@ -180,7 +180,7 @@ func (p *source) AppendField(dst []byte, i int64, f int) ([]byte, bool, error) {
 	}
 	c := &p.fields[f]
 	switch size := c.offs[i+1] - c.offs[i]; {
-	case p.offs == nil:
+	case p.img.offs == nil:
 		return dst, false, loader.ErrClosed
 	case c.null != nil && c.null[i]:
 		return dst, false, nil

@@ -33,9 +33,7 @@ type source struct {
 	path    string
 	files   []string
 	starts  []int64 // dataset index of each file's first row
-	arena   []byte
-	offs    []int64 // image i is arena[offs[i]:offs[i+1]]
-	null    []bool  // image i is null; nil when none is
+	img     byteCol // the encoded images: image i is img.arena[img.offs[i]:img.offs[i+1]]
 	labels  []int32 // -1 when null or out of range
 	classes []string
 
@@ -64,7 +62,7 @@ func open(spec string) (*source, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &source{path: o.Path, files: files, offs: []int64{0}, setEnds: []int64{0}}
+	p := &source{path: o.Path, files: files, img: byteCol{name: "image", offs: []int64{0}}, setEnds: []int64{0}}
 	if p.fieldNames, p.maxField, err = o.Fields(); err != nil {
 		return nil, err
 	}
@@ -147,7 +145,7 @@ func (p *source) readData(data []byte, imageCol, labelCol string) (err error) {
 		rg := r.RowGroup(g)
 		n := rg.NumRows()
 		before := len(p.labels)
-		if err := p.readImages(rg, img, sc.Column(img).MaxDefinitionLevel(), n); err != nil {
+		if err := p.img.read(rg, img, sc.Column(img).MaxDefinitionLevel(), n); err != nil {
 			return fmt.Errorf("row group %d: %w", g, err)
 		}
 		readLabels := p.readLabels
@@ -162,8 +160,8 @@ func (p *source) readData(data []byte, imageCol, labelCol string) (err error) {
 				return fmt.Errorf("row group %d: %w", g, err)
 			}
 		}
-		if len(p.labels)-before != int(n) || len(p.offs)-1 != len(p.labels) {
-			return fmt.Errorf("%w: row group %d: %d rows, read %d labels and %d images", loader.ErrCorrupt, g, n, len(p.labels)-before, len(p.offs)-1-before)
+		if len(p.labels)-before != int(n) || len(p.img.offs)-1 != len(p.labels) {
+			return fmt.Errorf("%w: row group %d: %d rows, read %d labels and %d images", loader.ErrCorrupt, g, n, len(p.labels)-before, len(p.img.offs)-1-before)
 		}
 	}
 	return nil
@@ -227,45 +225,6 @@ func hfClassNames(md *string, label string) []string {
 }
 
 const parquetChunk = 256
-
-func (p *source) readImages(rg *file.RowGroupReader, col int, maxDef int16, n int64) error {
-	cr, err := rg.Column(col)
-	if err != nil {
-		return fmt.Errorf("%w: %w", loader.ErrCorrupt, err)
-	}
-	r, ok := cr.(*file.ByteArrayColumnChunkReader)
-	if !ok {
-		return fmt.Errorf("%w: image column reader is %T", loader.ErrColumn, cr)
-	}
-	vals := make([]parquet.ByteArray, parquetChunk)
-	defs := make([]int16, parquetChunk)
-	for read := int64(0); read < n; {
-		total, nv, err := r.ReadBatch(min(parquetChunk, n-read), vals, defs, nil)
-		if err != nil {
-			return fmt.Errorf("%w: %w", loader.ErrCorrupt, err)
-		}
-		if total == 0 {
-			return fmt.Errorf("%w: image column ends after %d of %d rows", loader.ErrTruncated, read, n)
-		}
-		v := 0
-		for _, d := range defs[:total] {
-			isNull := d != maxDef || v == nv
-			if !isNull {
-				p.arena = append(p.arena, vals[v]...)
-				v++
-			}
-			if isNull && p.null == nil {
-				p.null = make([]bool, len(p.offs)-1)
-			}
-			if p.null != nil {
-				p.null = append(p.null, isNull)
-			}
-			p.offs = append(p.offs, int64(len(p.arena)))
-		}
-		read += total
-	}
-	return nil
-}
 
 func (p *source) readLabels(rg *file.RowGroupReader, col int, maxDef int16, n int64) error {
 	cr, err := rg.Column(col)
@@ -336,28 +295,28 @@ func (p *source) Where(i int64) (string, int64) {
 // SizeOf implements imagedec.Records: the image's bytes in the arena
 // (-1 once closed: Encoded says so).
 func (p *source) SizeOf(i int64) int64 {
-	if p.offs == nil {
+	if p.img.offs == nil {
 		return -1
 	}
-	return p.offs[i+1] - p.offs[i]
+	return p.img.offs[i+1] - p.img.offs[i]
 }
 
 // Encoded implements imagedec.Records: row i's image, a view of the
 // arena; a null one is imagedec.ErrNull.
 func (p *source) Encoded(i int64) ([]byte, imagedec.Hold, error) {
 	switch {
-	case p.offs == nil:
+	case p.img.offs == nil:
 		return nil, nil, loader.ErrClosed
-	case p.null != nil && p.null[i]:
+	case p.img.null != nil && p.img.null[i]:
 		return nil, nil, imagedec.ErrNull
 	}
-	return p.arena[p.offs[i]:p.offs[i+1]], nil, nil
+	return p.img.arena[p.img.offs[i]:p.img.offs[i+1]], nil, nil
 }
 
 // Close implements imagedec.Records (and loader.Source): it releases the
 // arena.
 func (p *source) Close() error {
-	p.arena, p.offs = nil, nil
+	p.img.arena, p.img.offs = nil, nil
 	return nil
 }
 

@@ -170,7 +170,7 @@ func FuzzParquetRead(f *testing.F) {
 	}
 	f.Add(b.Bytes())
 	f.Fuzz(func(t *testing.T, data []byte) {
-		p := &source{offs: []int64{0}}
+		p := &source{img: byteCol{offs: []int64{0}}}
 		err := p.readData(data, "", "label")
 		if err != nil {
 			if !errors.Is(err, loader.ErrCorrupt) && !errors.Is(err, loader.ErrTruncated) && !errors.Is(err, loader.ErrColumn) {
@@ -178,8 +178,8 @@ func FuzzParquetRead(f *testing.F) {
 			}
 			return
 		}
-		if len(p.offs) != len(p.labels)+1 || p.null != nil && len(p.null) != len(p.labels) || p.offs[len(p.offs)-1] != int64(len(p.arena)) {
-			t.Fatalf("%d offsets, %d labels, %d nulls, arena %d", len(p.offs), len(p.labels), len(p.null), len(p.arena))
+		if len(p.img.offs) != len(p.labels)+1 || p.img.null != nil && len(p.img.null) != len(p.labels) || p.img.offs[len(p.img.offs)-1] != int64(len(p.img.arena)) {
+			t.Fatalf("%d offsets, %d labels, %d nulls, arena %d", len(p.img.offs), len(p.labels), len(p.img.null), len(p.img.arena))
 		}
 	})
 }
