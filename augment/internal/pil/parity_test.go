@@ -106,10 +106,7 @@ func TestTorchvisionParity(t *testing.T) {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("tvpil.py: %v\n%s", err, out)
 	}
-	// Per op: cases, bytes compared, bytes differing, largest difference.
-	type stat struct{ cases, bytes, diff, maxd int }
-	stats := map[string]*stat{}
-	var ops []string
+	var tl tally[string]
 	failed := 0
 	for _, pc := range s.cases {
 		outC := pc.outC
@@ -127,27 +124,8 @@ func TestTorchvisionParity(t *testing.T) {
 			t.Errorf("%s: %d bytes, torchvision %d", pc.name, len(dst.Pix), len(want))
 			continue
 		}
-		diff, maxd := 0, 0
-		for j, g := range dst.Pix {
-			if d := max(int(g)-int(want[j]), int(want[j])-int(g)); d > 0 {
-				diff++
-				maxd = max(maxd, d)
-			}
-		}
-		key := pc.Op
-		if pc.Op == "apply_op" {
-			key += " " + pc.P["name"].(string)
-		}
-		st := stats[key]
-		if st == nil {
-			st = &stat{}
-			stats[key] = st
-			ops = append(ops, key)
-		}
-		st.cases++
-		st.bytes += len(want)
-		st.diff += diff
-		st.maxd = max(st.maxd, maxd)
+		diff, maxd := diffBytes(dst.Pix, want)
+		tl.add(pc.key(), len(want), diff, maxd)
 		if maxd > pc.tol {
 			failed++
 			if failed <= 40 {
@@ -155,9 +133,9 @@ func TestTorchvisionParity(t *testing.T) {
 			}
 		}
 	}
-	for _, op := range ops {
-		st := stats[op]
-		t.Logf("%-22s %4d cases %9d bytes: %d differ, by up to %d", op, st.cases, st.bytes, st.diff, st.maxd)
+	for _, op := range tl.keys {
+		st := tl.stats[op]
+		t.Logf("%-22s %4d cases %9d bytes: %d differ, by up to %d", op, st.cases, st.values, st.diff, st.maxd)
 	}
 	if failed > 0 {
 		t.Errorf("%d of %d cases differ from torchvision", failed, len(s.cases))
@@ -191,4 +169,52 @@ func makeInput(r *rand.Rand, pattern string, h, w, c int) []byte {
 		}
 	}
 	return p
+}
+
+// key names a case's op in the tables: apply_op with its operation.
+func (pc parityCase) key() string {
+	if pc.Op == "apply_op" {
+		return pc.Op + " " + pc.P["name"].(string)
+	}
+	return pc.Op
+}
+
+// opStat is one table row: cases, values compared, values differing, and
+// the largest difference.
+type opStat struct{ cases, values, diff, maxd int }
+
+// tally sums the parity tests' differences by key, keys in first-seen
+// order. It is not safe for concurrent use.
+type tally[K comparable] struct {
+	keys  []K
+	stats map[K]*opStat
+}
+
+// diffBytes counts the values of got that differ from torchvision's want,
+// and the largest difference.
+func diffBytes(got, want []byte) (diff, maxd int) {
+	for j, g := range got {
+		if d := max(int(g)-int(want[j]), int(want[j])-int(g)); d > 0 {
+			diff++
+			maxd = max(maxd, d)
+		}
+	}
+	return diff, maxd
+}
+
+// add counts one case of n values under key.
+func (tl *tally[K]) add(key K, n, diff, maxd int) {
+	if tl.stats == nil {
+		tl.stats = map[K]*opStat{}
+	}
+	st := tl.stats[key]
+	if st == nil {
+		st = &opStat{}
+		tl.stats[key] = st
+		tl.keys = append(tl.keys, key)
+	}
+	st.cases++
+	st.values += n
+	st.diff += diff
+	st.maxd = max(st.maxd, maxd)
 }

@@ -125,9 +125,7 @@ func TestTorchvisionParityReal(t *testing.T) {
 	runOracle(t, dir, s.cases)
 	oracleDone := time.Since(start)
 
-	type stat struct{ cases, values, diff, maxd int }
-	stats := map[[2]string]*stat{}
-	var keys [][2]string
+	var tl tally[[2]string]
 	var mu sync.Mutex
 	failed := 0
 	// The Go side, on every core: the large cases are a few hundred
@@ -154,28 +152,9 @@ func TestTorchvisionParityReal(t *testing.T) {
 					t.Errorf("%s: %d bytes, torchvision %d", pc.name, len(dst.Pix), len(want))
 					continue
 				}
-				diff, maxd := 0, 0
-				for j, g := range dst.Pix {
-					if d := max(int(g)-int(want[j]), int(want[j])-int(g)); d > 0 {
-						diff++
-						maxd = max(maxd, d)
-					}
-				}
-				key := [2]string{sets[i], pc.Op}
-				if pc.Op == "apply_op" {
-					key[1] += " " + pc.P["name"].(string)
-				}
+				diff, maxd := diffBytes(dst.Pix, want)
 				mu.Lock()
-				st := stats[key]
-				if st == nil {
-					st = &stat{}
-					stats[key] = st
-					keys = append(keys, key)
-				}
-				st.cases++
-				st.values += len(want)
-				st.diff += diff
-				st.maxd = max(st.maxd, maxd)
+				tl.add([2]string{sets[i], pc.key()}, len(want), diff, maxd)
 				if maxd > pc.tol {
 					failed++
 					if failed <= 40 {
@@ -192,6 +171,7 @@ func TestTorchvisionParityReal(t *testing.T) {
 	close(next)
 	wg.Wait()
 
+	keys := tl.keys
 	sort.Slice(keys, func(i, j int) bool {
 		if keys[i][0] != keys[j][0] {
 			return keys[i][0] < keys[j][0]
@@ -201,7 +181,7 @@ func TestTorchvisionParityReal(t *testing.T) {
 	t.Logf("images: %v", count)
 	t.Logf("%-10s %-24s %6s %11s %8s %9s %4s", "set", "op", "cases", "values", "differ", "share", "max")
 	for _, k := range keys {
-		st := stats[k]
+		st := tl.stats[k]
 		share := float64(st.diff) / float64(st.values)
 		t.Logf("%-10s %-24s %6d %11d %8d %9.2g %4d", k[0], k[1], st.cases, st.values, st.diff, share, st.maxd)
 		if strings.HasPrefix(k[1], "gaussian_blur") && share > 0.01 {
