@@ -91,6 +91,41 @@ func run[T elem](d []T, src []byte, lut *[3][256]T, fill *[3]T, g *geom) {
 	}
 }
 
+// runU8 is run for uint8 output, whose tables are the identity (no value
+// op applies to u8, see buildTables): interleaved rows are copied, or
+// reversed pixel by pixel when mirrored, with no table loads. The staged
+// chains' first stage is this, once per sample.
+func runU8(d, src []byte, lut *[3][256]uint8, fill *[3]uint8, g *geom) {
+	if g.rows == 0 || g.c != 3 || g.in != sample.HWC || g.out != sample.HWC {
+		run(d, src, lut, fill, g)
+		return
+	}
+	fillPixels(pixels(d[:3*g.op]), fill, g)
+	dp, sp := pixels(d[3*g.start:3*g.op]), pixels(src[3*g.src:])
+	n, ow, w := g.n, g.ow, g.w
+	for r := range g.rows {
+		dr, sr := dp[r*ow:r*ow+n], sp[r*w:r*w+n]
+		if g.flip {
+			revPixels(dr, sr)
+		} else {
+			copy(dr, sr)
+		}
+	}
+}
+
+// revPixels writes s's pixels into d in reverse order, four per step.
+func revPixels(d, s [][3]byte) {
+	s = s[:len(d)]
+	m, i := len(d), 0
+	for ; i+4 <= m; i += 4 {
+		pp, dd := (*[4][3]byte)(s[m-i-4:m-i]), (*[4][3]byte)(d[i:i+4])
+		dd[0], dd[1], dd[2], dd[3] = pp[3], pp[2], pp[1], pp[0]
+	}
+	for ; i < m; i++ {
+		d[i] = s[m-1-i]
+	}
+}
+
 // pixels views an interleaved 3-channel buffer as whole pixels, so loops
 // index one pixel per step. The element alignment is unchanged, which keeps
 // the conversion valid.

@@ -18,13 +18,16 @@ import (
 
 // photoStage is a pipeline's staged form.
 type photoStage struct {
-	pre   *Pipeline // crop and flip, to u8 HWC
-	steps []photoStep
-	post  *Pipeline // value ops, from the last step's u8 HWC
-	erase *eraser   // nil without random_erasing
-	size  int       // bytes of the largest u8 image between the stages
-	blur  int       // float32s of the blur's scratch
-	pool  sync.Pool // *Scratch for Apply
+	pre *Pipeline // crop and flip, to u8 HWC
+	// prePass: pre copies an unmirrored image unchanged (no crop or
+	// padding, u8 HWC in and out).
+	prePass bool
+	steps   []photoStep
+	post    *Pipeline // value ops, from the last step's u8 HWC
+	erase   *eraser   // nil without random_erasing
+	size    int       // bytes of the largest u8 image between the stages
+	blur    int       // float32s of the blur's scratch
+	pool    sync.Pool // *Scratch for Apply
 }
 
 // photoStep is one photometric op folded over the image it takes.
@@ -124,6 +127,7 @@ func newStaged(in Spec, ops []Op) (*Pipeline, error) {
 		return nil, err
 	}
 	mid := st.pre.out
+	st.prePass = st.pre.in == mid && !st.pre.crop && st.pre.pad == 0
 	st.size = mid.Bytes()
 	for _, s := range st.steps {
 		st.size = max(st.size, s.out.Bytes())
@@ -260,19 +264,32 @@ func (st *photoStage) check(prm *sample.Params) error {
 	return nil
 }
 
-// images is the two scratch images the steps alternate between.
+// images is the two scratch images the steps alternate between, and the
+// caller's own image when the first step may read it in place (it is
+// never written).
 type images struct {
 	buf [2][]byte
 	cur int
+	in  []byte // nil once a step has written buf
+}
+
+func (m *images) cur8(n int) []byte {
+	if m.in != nil {
+		return m.in[:n]
+	}
+	return m.buf[m.cur][:n]
 }
 
 func (m *images) src(s Spec) pil.Image {
-	return pil.Image{Pix: m.buf[m.cur][:s.Bytes()], H: s.H, W: s.W, C: s.C}
+	return pil.Image{Pix: m.cur8(s.Bytes()), H: s.H, W: s.W, C: s.C}
 }
 
 func (m *images) dst(s Spec) pil.Image {
 	return pil.Image{Pix: m.buf[1-m.cur][:s.Bytes()], H: s.H, W: s.W, C: s.C}
 }
+
+// next makes the image just written the current one.
+func (m *images) next() { m.cur, m.in = 1-m.cur, nil }
 
 var jitterOps = [4]func(dst, src pil.Image, factor float64){pil.Brightness, pil.Contrast, pil.Saturation, pil.Hue}
 
@@ -288,7 +305,11 @@ func (st *photoStage) apply(p *Pipeline, dst, src []byte, prm sample.Params, sc 
 	sc.photo[1] = grow(sc.photo[1], st.size)
 	sc.blur = grow(sc.blur, st.blur)
 	m := images{buf: sc.photo}
-	if err := st.pre.Apply(m.buf[0], src, prm); err != nil {
+	if st.prePass && !prm.Flip {
+		// The crop stage would copy src unchanged (a sized chain's
+		// resampled image, unmirrored): the first step reads it in place.
+		m.in = src
+	} else if err := st.pre.Apply(m.buf[0], src, prm); err != nil {
 		return err
 	}
 	ph := &prm.Photo
@@ -300,31 +321,31 @@ func (st *photoStage) apply(p *Pipeline, dst, src []byte, prm sample.Params, sc 
 				if s.jitter[k] {
 					f, v := jitterOps[k], float64(ph.Jitter[k])
 					f(m.dst(s.out), m.src(s.in), v)
-					m.cur = 1 - m.cur
+					m.next()
 				}
 			}
 		case Grayscale:
 			pil.Grayscale(m.dst(s.out), m.src(s.in))
-			m.cur = 1 - m.cur
+			m.next()
 		case RandomGrayscale:
 			if ph.Gray {
 				pil.Grayscale(m.dst(s.out), m.src(s.in))
-				m.cur = 1 - m.cur
+				m.next()
 			}
 		case GaussianBlur:
 			sg := float64(ph.Sigma)
 			pil.GaussianBlur(m.dst(s.out), m.src(s.in), s.blur, [2]float64{sg, sg}, sc.blur)
-			m.cur = 1 - m.cur
+			m.next()
 		default: // the AutoAugment family
 			for _, po := range ph.Ops[:ph.NumOps] {
 				if po.Op != sample.OpIdentity {
 					pil.ApplyOp(m.dst(s.out), m.src(s.in), po.Op, float64(po.Magnitude), s.fill)
-					m.cur = 1 - m.cur
+					m.next()
 				}
 			}
 		}
 	}
-	if err := st.post.Apply(dst, m.buf[m.cur][:st.post.in.Bytes()], sample.Params{}); err != nil {
+	if err := st.post.Apply(dst, m.cur8(st.post.in.Bytes()), sample.Params{}); err != nil {
 		return err
 	}
 	if st.erase != nil && prm.Erase.Applied {

@@ -325,7 +325,7 @@ func (p *Pipeline) Apply(dst, src []byte, prm sample.Params) error {
 	aligned := uintptr(unsafe.Pointer(unsafe.SliceData(dst)))%uintptr(p.out.DType.Size()) == 0
 	switch p.out.DType.Size() {
 	case 1:
-		run(dst[:n], src, p.lut8, &p.fill8, &g)
+		runU8(dst[:n], src, p.lut8, &p.fill8, &g)
 	case 2:
 		if aligned {
 			run(view[uint16](dst, n), src, p.lut16, &p.fill16, &g)

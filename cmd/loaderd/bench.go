@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/pprof"
 	"time"
 
 	"github.com/loaderd/loaderd/augment"
@@ -22,6 +23,9 @@ type benchConfig struct {
 	BatchSize int
 	Epochs    int64
 	Augment   string
+	// CPUProfile, when set, is where a pprof CPU profile of the run goes:
+	// the data path's cost by function, for `go tool pprof`.
+	CPUProfile string
 }
 
 func (c *benchConfig) EnsureDefaults() {
@@ -66,12 +70,24 @@ func benchMain(ctx context.Context, args []string) error {
 	fs.IntVar(&cfg.BatchSize, "batch", 0, "batch size (default 256)")
 	fs.Int64Var(&cfg.Epochs, "epochs", 0, "epochs to run (default 3)")
 	fs.StringVar(&cfg.Augment, "augment", "", "augmentation spec (default: the CIFAR training transform)")
+	fs.StringVar(&cfg.CPUProfile, "cpuprofile", "", "write a CPU profile of the run to this file")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	cfg.EnsureDefaults()
 	if err := cfg.Validate(); err != nil {
 		return err
+	}
+	if cfg.CPUProfile != "" {
+		f, err := os.Create(cfg.CPUProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return fmt.Errorf("--cpuprofile: %w", err)
+		}
+		defer pprof.StopCPUProfile()
 	}
 	return runBench(ctx, cfg, os.Stdout)
 }
