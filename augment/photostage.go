@@ -24,10 +24,15 @@ type photoStage struct {
 	prePass bool
 	steps   []photoStep
 	post    *Pipeline // value ops, from the last step's u8 HWC
-	erase   *eraser   // nil without random_erasing
-	size    int       // bytes of the largest u8 image between the stages
-	blur    int       // float32s of the blur's scratch
-	pool    sync.Pool // *Scratch for Apply
+	// postFlip is post mirrored, for a flipped sample whose steps all
+	// commute with the mirror (see mirrorFree): the mirror is then free
+	// in the value stage instead of a copy in the crop stage. Nil unless
+	// prePass.
+	postFlip *Pipeline
+	erase    *eraser   // nil without random_erasing
+	size     int       // bytes of the largest u8 image between the stages
+	blur     int       // float32s of the blur's scratch
+	pool     sync.Pool // *Scratch for Apply
 }
 
 // photoStep is one photometric op folded over the image it takes.
@@ -144,10 +149,42 @@ func newStaged(in Spec, ops []Op) (*Pipeline, error) {
 	if st.post.out != p.out {
 		return nil, errorf(ErrInvalidOp, "augment: value stage of %s makes %v, want %v", FormatOps(p.ops), st.post.out, p.out)
 	}
+	if st.prePass && st.pre.flip {
+		flipped := append([]Op{RandomHorizontalFlip{P: 1}}, vals...)
+		if st.postFlip, err = NewPipeline(mid, append(flipped, Output{Layout: p.out.Layout})...); err != nil {
+			return nil, fmt.Errorf("augment: mirrored value stage of %s: %w", FormatOps(p.ops), err)
+		}
+	}
 	if erase != nil {
 		st.erase = newEraser(*erase, p.out)
 	}
 	return p, nil
+}
+
+// mirrorFree reports whether this sample's steps give the mirror of their
+// result when given the mirror of their input, bit for bit: true for ops
+// of one pixel at a time or of the histogram, false for the geometric
+// ones and for the blur, whose float sums land anywhere. Sharpness is
+// free although Pillow adds its float32 sums left to right: the exact sum
+// is 0.5 + N/13 for an integer N, at least 1/26 from any integer, far
+// beyond the rounding of either order, so truncating gives the same byte.
+func (st *photoStage) mirrorFree(ph *sample.Photo) bool {
+	for i := range st.steps {
+		switch st.steps[i].op.(type) {
+		case ColorJitter, Grayscale, RandomGrayscale:
+		case GaussianBlur:
+			return false
+		default: // the AutoAugment family
+			for _, po := range ph.Ops[:ph.NumOps] {
+				switch po.Op {
+				case sample.OpShearX, sample.OpShearY, sample.OpTranslateX, sample.OpTranslateY,
+					sample.OpRotate:
+					return false
+				}
+			}
+		}
+	}
+	return true
 }
 
 var orderRule = [...]string{
@@ -305,14 +342,19 @@ func (st *photoStage) apply(p *Pipeline, dst, src []byte, prm sample.Params, sc 
 	sc.photo[1] = grow(sc.photo[1], st.size)
 	sc.blur = grow(sc.blur, st.blur)
 	m := images{buf: sc.photo}
-	if st.prePass && !prm.Flip {
+	ph := &prm.Photo
+	post := st.post
+	if st.prePass && prm.Flip && st.mirrorFree(ph) {
+		post = st.postFlip
+	}
+	if st.prePass && (!prm.Flip || post == st.postFlip) {
 		// The crop stage would copy src unchanged (a sized chain's
-		// resampled image, unmirrored): the first step reads it in place.
+		// resampled image) or only mirror it: the first step reads it in
+		// place.
 		m.in = src
 	} else if err := st.pre.Apply(m.buf[0], src, prm); err != nil {
 		return err
 	}
-	ph := &prm.Photo
 	for i := range st.steps {
 		s := &st.steps[i]
 		switch s.op.(type) {
@@ -345,7 +387,7 @@ func (st *photoStage) apply(p *Pipeline, dst, src []byte, prm sample.Params, sc 
 			}
 		}
 	}
-	if err := st.post.Apply(dst, m.cur8(st.post.in.Bytes()), sample.Params{}); err != nil {
+	if err := post.Apply(dst, m.cur8(st.post.in.Bytes()), sample.Params{Flip: post == st.postFlip}); err != nil {
 		return err
 	}
 	if st.erase != nil && prm.Erase.Applied {

@@ -1,6 +1,9 @@
 package pil
 
-import "math"
+import (
+	"math"
+	"unsafe"
+)
 
 // transformAffine is Pillow's ImagingTransformAffine with NEAREST into an
 // image prefilled with fill: a maps the centre of output pixel (x, y) to
@@ -8,42 +11,58 @@ import "math"
 // of three engines, which round differently, so all three are kept: pure
 // scaling and translation in float64 accumulated per step, 16.16 fixed
 // point when every corner maps inside ±32768, and float64 otherwise.
+// Each engine writes every output pixel once, the source's or the fill,
+// instead of filling the image first: one pass over dst, not two.
 func transformAffine(dst, src Image, a *[6]float64, fill []uint8) {
-	fillImage(dst, fill)
-	w, h := float64(src.W), float64(src.H)
-	switch {
-	case a[1] == 0 && a[3] == 0:
-		scaleAffine(dst, src, a)
-	case fixedOK(a, 0, 0) && fixedOK(a, w, h) && fixedOK(a, 0, h) && fixedOK(a, w, 0):
-		fixedAffine(dst, src, a)
-	default:
-		floatAffine(dst, src, a)
+	f := fillPixel(fill, dst.C)
+	if src.C == 1 {
+		affine(asPixels[[1]byte](dst), asPixels[[1]byte](src), src, a, [1]byte{f[0]})
+	} else {
+		affine(asPixels[[3]byte](dst), asPixels[[3]byte](src), src, a, f)
 	}
 }
 
-// fillImage sets every pixel of dst to fill (see Affine).
-func fillImage(dst Image, fill []uint8) {
-	var px [3]byte
+// pixel is one pixel of an L or RGB image, so the engines move whole
+// pixels with one typed store.
+type pixel interface{ [1]byte | [3]byte }
+
+// asPixels views im's H·W pixels (check has bounded Pix).
+func asPixels[P pixel](im Image) []P {
+	n := im.H * im.W
+	if n == 0 {
+		return nil
+	}
+	var p P
+	_ = im.Pix[n*len(p)-1]
+	return unsafe.Slice((*P)(unsafe.Pointer(unsafe.SliceData(im.Pix))), n)
+}
+
+func affine[P pixel](d, s []P, src Image, a *[6]float64, f P) {
+	w, h := float64(src.W), float64(src.H)
+	switch {
+	case a[1] == 0 && a[3] == 0:
+		scaleAffine(d, s, src.W, src.H, a, f)
+	case fixedOK(a, 0, 0) && fixedOK(a, w, h) && fixedOK(a, 0, h) && fixedOK(a, w, 0):
+		fixedAffine(d, s, src.W, src.H, a, f)
+	default:
+		floatAffine(d, s, src.W, src.H, a, f)
+	}
+}
+
+// fillPixel is the pixel Affine's fill gives (zero for none).
+func fillPixel(fill []uint8, c int) [3]byte {
 	switch len(fill) {
 	case 0:
+		return [3]byte{}
 	case 1:
-		px = [3]byte{fill[0], fill[0], fill[0]}
-	default:
-		if len(fill) != dst.C {
-			panic("pil: fill must have 1 or C values")
-		}
-		copy(px[:], fill)
+		return [3]byte{fill[0], fill[0], fill[0]}
 	}
-	d := dst.Pix[:dst.n()]
-	if dst.C == 1 {
-		for i := range d {
-			d[i] = px[0]
-		}
-		return
+	if len(fill) != c {
+		panic("pil: fill must have 1 or C values")
 	}
-	for i := 0; i+2 < len(d); i += 3 {
-		d[i], d[i+1], d[i+2] = px[0], px[1], px[2]
-	}
+	var px [3]byte
+	copy(px[:], fill)
+	return px
 }
 
 // coord is Pillow's COORD: -1 for negative values, else truncation.
@@ -63,21 +82,10 @@ func fixedOK(a *[6]float64, x, y float64) bool {
 		math.Abs(float64(float64(x*a[3])+float64(y*a[4]))+a[5]) < 32768
 }
 
-// px copies pixel (x, y) of src to output pixel o.
-func px(d, s []byte, c, o, i int) {
-	if c == 1 {
-		d[o] = s[i]
-		return
-	}
-	d[o*3], d[o*3+1], d[o*3+2] = s[i*3], s[i*3+1], s[i*3+2]
-}
-
 // scaleAffine is ImagingScaleAffine. Its column table is replayed for
 // every row rather than stored, to need no memory; the repeated float
 // additions give the same values each time.
-func scaleAffine(dst, src Image, a *[6]float64) {
-	c, w := src.C, src.W
-	s, d := src.Pix[:src.n()], dst.Pix[:dst.n()]
+func scaleAffine[P pixel](d, s []P, w, h int, a *[6]float64, f P) {
 	x0 := a[2] + float64(a[0]*0.5)
 	yo := a[5] + float64(a[4]*0.5)
 	xmin, xmax := w, 0
@@ -89,24 +97,34 @@ func scaleAffine(dst, src Image, a *[6]float64) {
 		}
 		xo += a[0]
 	}
-	for y := range dst.H {
+	for y := range h {
+		row := d[y*w : (y+1)*w]
 		yi := coord(yo)
 		yo += a[4]
-		if yi < 0 || yi >= src.H {
+		if yi < 0 || yi >= h {
+			fillRow(row, f)
 			continue
 		}
+		sr := s[yi*w : (yi+1)*w]
 		xo := x0
-		for x := range xmax {
+		for x := range row {
 			xin := coord(xo)
 			xo += a[0]
-			if x < xmin {
+			if x < xmin || x >= xmax {
+				row[x] = f
 				continue
 			}
 			if xin < 0 || xin >= w {
 				xin = 0 // Pillow's table holds 0 there
 			}
-			px(d, s, c, y*w+x, yi*w+xin)
+			row[x] = sr[xin]
 		}
+	}
+}
+
+func fillRow[P pixel](row []P, f P) {
+	for i := range row {
+		row[i] = f
 	}
 }
 
@@ -120,24 +138,22 @@ func fix(v float64) int32 {
 }
 
 // fixedAffine is Pillow's affine_fixed.
-func fixedAffine(dst, src Image, a *[6]float64) {
-	c, w, h := src.C, int32(src.W), int32(src.H)
-	s, d := src.Pix[:src.n()], dst.Pix[:dst.n()]
+func fixedAffine[P pixel](d, s []P, w, h int, a *[6]float64, f P) {
 	a0, a1, a3, a4 := fix(a[0]), fix(a[1]), fix(a[3]), fix(a[4])
 	a2 := fix(a[2] + float64(a[0]*0.5) + float64(a[1]*0.5))
 	a5 := fix(a[5] + float64(a[3]*0.5) + float64(a[4]*0.5))
-	o := 0
-	for range dst.H {
+	uw, uh := uint32(w), uint32(h)
+	for y := range h {
+		row := d[y*w : (y+1)*w]
 		xx, yy := a2, a5
-		for range dst.W {
-			if xin := xx >> 16; xin >= 0 && xin < w {
-				if yin := yy >> 16; yin >= 0 && yin < h {
-					px(d, s, c, o, int(yin*w+xin))
-				}
+		for x := range row {
+			if xin, yin := uint32(xx>>16), uint32(yy>>16); xin < uw && yin < uh {
+				row[x] = s[int(yin)*w+int(xin)]
+			} else {
+				row[x] = f
 			}
 			xx += a0
 			yy += a3
-			o++
 		}
 		a2 += a1
 		a5 += a4
@@ -145,23 +161,20 @@ func fixedAffine(dst, src Image, a *[6]float64) {
 }
 
 // floatAffine is the float64 engine of ImagingTransformAffine.
-func floatAffine(dst, src Image, a *[6]float64) {
-	c, w, h := src.C, src.W, src.H
-	s, d := src.Pix[:src.n()], dst.Pix[:dst.n()]
+func floatAffine[P pixel](d, s []P, w, h int, a *[6]float64, f P) {
 	xo := a[2] + float64(a[1]*0.5) + float64(a[0]*0.5)
 	yo := a[5] + float64(a[4]*0.5) + float64(a[3]*0.5)
-	o := 0
-	for range dst.H {
+	for y := range h {
+		row := d[y*w : (y+1)*w]
 		xx, yy := xo, yo
-		for range dst.W {
-			if xin := coord(xx); xin >= 0 && xin < w {
-				if yin := coord(yy); yin >= 0 && yin < h {
-					px(d, s, c, o, yin*w+xin)
-				}
+		for x := range row {
+			if xin, yin := coord(xx), coord(yy); xin >= 0 && xin < w && yin >= 0 && yin < h {
+				row[x] = s[yin*w+xin]
+			} else {
+				row[x] = f
 			}
 			xx += a[0]
 			yy += a[3]
-			o++
 		}
 		xo += a[1]
 		yo += a[4]
