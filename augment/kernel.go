@@ -68,6 +68,14 @@ func run[T elem](d []T, src []byte, lut *[3][256]T, fill *[3]T, g *geom) {
 		}
 	case g.out == sample.CHW: // HWC → CHW
 		d0, d1, d2 := d[g.start:g.op], d[g.op+g.start:2*g.op], d[2*g.op+g.start:3*g.op]
+		// f32 output (the ImageNet case) has an assembly kernel, 2–3×
+		// the Go loops (split_amd64.s). The table's type tells T ==
+		// uint32 without boxing the slices (which could allocate); u32s
+		// is then a no-op cast.
+		if l, ok := any(lut).(*[3][256]uint32); ok && haveSplitSIMD {
+			splitRows32(u32s(d0), u32s(d1), u32s(d2), pixels(src[3*g.src:]), l, g)
+			return
+		}
 		if g.flip {
 			splitRev(d0, d1, d2, pixels(src[3*g.src:]), lut, g)
 		} else {
@@ -89,6 +97,11 @@ func run[T elem](d []T, src []byte, lut *[3][256]T, fill *[3]T, g *geom) {
 			pixFwd(dp, sp, lut, g)
 		}
 	}
+}
+
+// u32s views a []T as []uint32; only for T = uint32 (same layout).
+func u32s[T elem](s []T) []uint32 {
+	return unsafe.Slice((*uint32)(unsafe.Pointer(unsafe.SliceData(s))), len(s))
 }
 
 // runU8 is run for uint8 output, whose tables are the identity (no value
