@@ -35,9 +35,14 @@ type Config struct {
 	Start  sampler.Position
 	Epochs int64 // the stream ends before this epoch (absolute, so a resumed stream ends where the original would); 0 is endless
 
-	InFlight   int          // batches planned ahead, and pinned slots held; default 4
-	Pinned     *pinned.Pool // slots come from here when set; else the Loader maps its own
-	WithParams bool         // record each sample's augmentation parameters
+	InFlight int // batches planned ahead, and pinned slots held; default 4
+	// OneOnCredit plans one batch, not InFlight, until Widen: a daemon
+	// starts a stream whose client has not yet answered this way, so that
+	// a stream opened and dropped at once (a flood's) costs one batch of
+	// the workers' time, not InFlight.
+	OneOnCredit bool
+	Pinned      *pinned.Pool // slots come from here when set; else the Loader maps its own
+	WithParams  bool         // record each sample's augmentation parameters
 
 	// OnDemand makes only the batches named with Want, in the order named,
 	// each by its number in the stream from Start (Numbering); Next then
@@ -105,6 +110,7 @@ type Loader struct {
 	posEnd    int64 // batches in pos's epoch from pos.Offset
 	seq       int64
 	exhausted bool
+	window    int               // batches that may be planned and not yet released: 1 on credit, else InFlight
 	num       sampler.Numbering // batch numbers, for OnDemand
 	wants     []int64           // OnDemand: numbers wanted and not yet planned, in order
 	err       error             // sticky: the first failure, or ErrClosed
@@ -190,6 +196,10 @@ func New(pool *Pool, cfg Config) (*Loader, error) {
 		order: make([]*Batch, cfg.InFlight), queue: make([]*Batch, cfg.InFlight),
 		wake: make(chan struct{}, 1), closing: make(chan struct{}),
 		skip: Skipper{Policy: cfg.OnError, MaxSkips: cfg.MaxSkips, OnSkip: cfg.OnSkip}}
+	l.window = cfg.InFlight
+	if cfg.OneOnCredit {
+		l.window = 1
+	}
 	l.sized, _ = As[SizedSource](cfg.Source)
 	l.pf, _ = As[Prefetcher](cfg.Source)
 	if fs, ok := As[FieldSource](cfg.Source); ok && (len(fs.FieldNames()) > 0 || fs.MultiLabel()) {
@@ -325,6 +335,18 @@ func (l *Loader) planAndWake() {
 	}
 }
 
+// Widen lets a stream opened with OneOnCredit plan InFlight batches from
+// now on; it may be called more than once.
+func (l *Loader) Widen() {
+	l.mu.Lock()
+	if l.window == l.cfg.InFlight {
+		l.mu.Unlock()
+		return
+	}
+	l.window = l.cfg.InFlight
+	l.planAndWake()
+}
+
 // Skipped returns the number of samples replaced under SkipOnError.
 func (l *Loader) Skipped() int64 { return l.skip.Skipped() }
 
@@ -406,7 +428,7 @@ func (l *Loader) Release(b *Batch) error {
 // planLocked assigns every idle batch its indices and queues it: the next
 // positions in order, or on demand the wanted ones.
 func (l *Loader) planLocked() {
-	for len(l.idle) > 0 {
+	for len(l.idle) > 0 && l.cfg.InFlight-len(l.idle) < l.window {
 		if l.cfg.OnDemand {
 			if len(l.wants) == 0 {
 				return

@@ -3,6 +3,7 @@ package server
 import (
 	"net"
 	"sync"
+	"time"
 )
 
 // The daemon's listeners hand gRPC connections it can close itself: gRPC
@@ -11,17 +12,30 @@ import (
 // remote address; gRPC passes that to connTracker.TagConn as the peer's
 // address, which is how the connection's connRefs finds its net.Conn.
 
-// trackListener wraps a listener's connections as trackedConns.
-type trackListener struct{ net.Listener }
+// trackListener wraps a listener's connections as trackedConns, and
+// closes at once those of a peer floods names (floodpeers.go).
+type trackListener struct {
+	net.Listener
+	floods  *floodPeers
+	refused func(peer string) // counts a connection refused so
+}
 
 func (l trackListener) Accept() (net.Conn, error) {
-	c, err := l.Listener.Accept()
-	if err != nil {
-		return nil, err
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		key := peerKey(c)
+		if l.floods.refused(key, time.Now()) {
+			c.Close()
+			l.refused(key)
+			continue
+		}
+		t := &trackedConn{Conn: c}
+		t.addr = &connAddr{peer: c.RemoteAddr(), conn: t, key: key}
+		return t, nil
 	}
-	t := &trackedConn{Conn: c}
-	t.addr = &connAddr{peer: c.RemoteAddr(), conn: t}
-	return t, nil
 }
 
 type trackedConn struct {
@@ -36,6 +50,7 @@ func (c *trackedConn) RemoteAddr() net.Addr { return c.addr }
 type connAddr struct {
 	peer net.Addr
 	conn net.Conn
+	key  string // peerKey
 }
 
 func (a *connAddr) Network() string {
@@ -56,6 +71,15 @@ func (a *connAddr) String() string {
 type connCloser struct {
 	once sync.Once
 	conn net.Conn // nil when the listener was not a trackListener
+	peer string   // the peer's floodPeers key
+}
+
+// key is the peer's floodPeers key ("" for none).
+func (c *connCloser) key() string {
+	if c == nil {
+		return ""
+	}
+	return c.peer
 }
 
 // close ends the connection: gRPC's reader fails, and the connection's

@@ -40,6 +40,14 @@ const (
 // connection. One stream is always let through, whatever its size.
 const connUnprovenBytes = 256 << 20
 
+// creditWindow is how long a new stream's loader plans one batch rather
+// than its in-flight window (loader.Config.OneOnCredit), unless its client
+// answers sooner: a rapid-reset flood's streams that get as far as a
+// header are dropped within it, and each cost the workers one batch, not
+// four. A client that holds several batches before acking waits this
+// once, at the stream's start.
+const creditWindow = 100 * time.Millisecond
+
 // tapStreams is the gRPC servers' InTapHandle: it runs on the connection's
 // reader for every new stream, so it must be quick.
 func (s *Server) tapStreams(ctx context.Context, info *tap.Info) (context.Context, error) {
@@ -89,9 +97,9 @@ func (r *resetRate) demoted(now time.Time) bool { return !r.ok(now) }
 func (c *connRefs) Demoted() bool { return c.resets.demoted(time.Now()) }
 
 // spend counts an early reset, and reports whether the bucket is at its
-// floor, minus a burst: a connection that kept resetting a burst's worth
-// of streams past its allowance, refused all the while, is a flood and
-// no client (closeFlood).
+// floor, a burst below empty: a connection that kept resetting
+// streams past its allowance, refused all the while, is a flood and no
+// client (earlyEnd).
 func (r *resetRate) spend(now time.Time) (floor bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -101,13 +109,18 @@ func (r *resetRate) spend(now time.Time) (floor bool) {
 }
 
 // earlyEnd counts a stream of c that ended before its header, and closes
-// c once it is a flood: gRPC then stops reading it, and its client must
-// connect again (a gRPC client backs off a second or more) to go on.
+// c once it is a flood: gRPC then stops reading it, and the peer's new
+// connections are refused for a while (floodPeers). While that peer is
+// refused, its other connections are closed at their first early reset:
+// a flood comes over several at once.
 func (s *Server) earlyEnd(c *connRefs, peer string) {
-	if c.resets.spend(time.Now()) && c.closer.close() {
+	now := time.Now()
+	floor := c.resets.spend(now)
+	if (floor || s.floods.refused(c.closer.key(), now)) && c.closer.close() {
 		s.metrics.floodsClosed.Inc()
-		s.log.Warn("closed a connection that reset streams before their header faster than a client does (an HTTP/2 rapid-reset flood)",
-			"peer", peer, "rate", connResetRate)
+		penalty := s.floods.strike(c.closer.key(), now)
+		s.log.Warn("closed a connection that reset streams before their header faster than a client does (an HTTP/2 rapid-reset flood); the peer's new connections are refused for a while",
+			"peer", peer, "rate", connResetRate, "refused_for", penalty)
 	}
 }
 

@@ -24,7 +24,7 @@ type connRefsKey struct{}
 func (connTracker) TagConn(ctx context.Context, info *stats.ConnTagInfo) context.Context {
 	c := &connRefs{refs: map[*slotRef]struct{}{}}
 	if a, ok := info.RemoteAddr.(*connAddr); ok { // from a trackListener (connclose.go)
-		c.closer = &connCloser{conn: a.conn}
+		c.closer = &connCloser{conn: a.conn, peer: a.key}
 	}
 	return context.WithValue(ctx, connRefsKey{}, c)
 }

@@ -117,7 +117,8 @@ func TestRapidResetFlood(t *testing.T) {
 	t.Logf("attacker: %s", strings.TrimSpace(lastLine(out.String(), "reset")))
 	t.Logf("normal Opens: %.0f/s quiet, %.0f/s during the flood (%.0f%%); mean time to header %v → %v, then to the first batch %v → %v",
 		float64(quiet)/2, float64(flooded)/2, 100*share, qh, fh, qb, fb)
-	t.Logf("flood streams the daemon opened: %d", strings.Count(d.Log(), "stream opened")-quiet-flooded)
+	t.Logf("flood streams the daemon opened: %d; connections it closed as floods: %d", strings.Count(d.Log(), "stream opened")-quiet-flooded,
+		strings.Count(d.Log(), "closed a connection that reset streams"))
 	t.Logf("daemon's peak resident set: %d MiB before the flood, %d MiB after (bound 2048 MiB)", base>>20, peak>>20)
 	if peak > 2<<30 {
 		t.Errorf("the daemon's resident set peaked at %d MiB, over 2 GiB", peak>>20)

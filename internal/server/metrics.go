@@ -17,18 +17,19 @@ import (
 var waitBuckets = prometheus.ExponentialBuckets(1e-5, 4, 10)
 
 type metrics struct {
-	images       *prometheus.CounterVec
-	batches      *prometheus.CounterVec
-	sampleErrors *prometheus.CounterVec
-	inFlight     prometheus.Gauge
-	slotsLeased  prometheus.Gauge
-	streams      prometheus.Gauge
-	opensRefused prometheus.Counter
-	floodsClosed prometheus.Counter
-	wait         *prometheus.HistogramVec
-	clientWait   *prometheus.HistogramVec
-	busy         *prometheus.HistogramVec
-	tuned        *prometheus.CounterVec
+	images            *prometheus.CounterVec
+	batches           *prometheus.CounterVec
+	sampleErrors      *prometheus.CounterVec
+	inFlight          prometheus.Gauge
+	slotsLeased       prometheus.Gauge
+	streams           prometheus.Gauge
+	opensRefused      prometheus.Counter
+	floodsClosed      prometheus.Counter
+	floodConnsRefused prometheus.Counter
+	wait              *prometheus.HistogramVec
+	clientWait        *prometheus.HistogramVec
+	busy              *prometheus.HistogramVec
+	tuned             *prometheus.CounterVec
 
 	// Per stream, labelled by a small number reused across streams (see
 	// streamTable), so the series stay bounded however many streams come
@@ -60,6 +61,8 @@ func newMetrics(reg *prometheus.Registry, s *Server) *metrics {
 			Help: "Streams refused as they started because their connection had reset streams before their header faster than the per-connection rate (an HTTP/2 rapid-reset flood)."}),
 		floodsClosed: prometheus.NewCounter(prometheus.CounterOpts{Name: "loaderd_flood_connections_closed_total",
 			Help: "Connections the daemon closed because they kept resetting streams before their header far past the per-connection rate."}),
+		floodConnsRefused: prometheus.NewCounter(prometheus.CounterOpts{Name: "loaderd_flood_peer_connections_refused_total",
+			Help: "New connections closed unread because their peer (IP address, or user on a Unix socket) flooded recently."}),
 		wait: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "loaderd_stream_wait_seconds",
 			Help:    "Time a stream waited for the workers to finish its next batch.",
 			Buckets: waitBuckets}, []string{"dataset"}),
@@ -111,7 +114,7 @@ func newMetrics(reg *prometheus.Registry, s *Server) *metrics {
 			Help: "Time workers spent filling chunks, all datasets, chunks in progress included; rate() is the number of busy workers."},
 			func() float64 { return s.pool.Busy().Seconds() }),
 	)
-	reg.MustRegister(m.images, m.batches, m.sampleErrors, m.inFlight, m.slotsLeased, m.streams, m.opensRefused, m.floodsClosed, m.wait,
+	reg.MustRegister(m.images, m.batches, m.sampleErrors, m.inFlight, m.slotsLeased, m.streams, m.opensRefused, m.floodsClosed, m.floodConnsRefused, m.wait,
 		m.clientWait, m.busy, m.tuned, m.sImages, m.sWait, m.sWindowFull, m.sWindow, m.sWindowSize, m.sInfo,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m

@@ -90,6 +90,7 @@ type Server struct {
 	mem      *budget
 	fds      *fdBroker
 	metrics  *metrics
+	floods   floodPeers   // peers whose connections flooded (connlimits.go)
 	live     *streamTable // open streams' counters (metrics.go)
 	health   *health.Server
 	grpc     *grpc.Server // the Unix socket's
@@ -225,7 +226,9 @@ func (s *Server) GRPC() *grpc.Server { return s.grpc }
 // Serve accepts connections on lis until Shutdown: a Unix socket's on the
 // plain server, any other's (TCP) with Options.Security's TLS and tokens.
 func (s *Server) Serve(lis net.Listener) error {
-	lis = trackListener{lis} // so that a flood's connection can be closed
+	// So that a flood's connection can be closed, and its peer's next
+	// ones refused.
+	lis = trackListener{Listener: lis, floods: &s.floods, refused: func(string) { s.metrics.floodConnsRefused.Inc() }}
 	if lis.Addr().Network() == "unix" {
 		return s.grpc.Serve(lis)
 	}

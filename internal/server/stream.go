@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"sync"
+	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -89,6 +90,7 @@ func (s *Server) Stream(st pb.Loader_StreamServer) (err error) {
 	}
 	p.cfg.Pinned = pool
 	p.cfg.Tenant = connKey(conn) // a client's streams share the workers as one
+	p.cfg.OneOnCredit = true     // until the client answers, or creditWindow passes
 	m := s.metrics.forDataset(p.ds.Name)
 	log := s.log.With("client", cut(o.GetClientName(), 64), "dataset", p.ds.Name, "rank", p.cfg.Rank, "world", p.cfg.World)
 	p.cfg.OnSkip = func(e loader.SkipEvent) {
@@ -109,7 +111,11 @@ func (s *Server) Stream(st pb.Loader_StreamServer) (err error) {
 	}
 	s.metrics.slotsLeased.Add(float64(pool.Slots()))
 	ss := newSession(s, st, p, pool, l, m, cut(o.GetClientName(), 64))
-	ss.proven = proven
+	ss.proven = func() { proven(); l.Widen() }
+	// A client may hold several batches before its first Ack: a stream
+	// still open creditWindow after its header is no flood's either.
+	widen := time.AfterFunc(creditWindow, l.Widen)
+	defer widen.Stop()
 	s.metrics.streams.Inc()
 	defer s.metrics.streams.Dec()
 	defer ss.end()
