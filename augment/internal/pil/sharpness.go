@@ -2,10 +2,17 @@ package pil
 
 // Sharpness performs F.adjust_sharpness (ImageEnhance.Sharpness): a blend
 // with the image smoothed by Pillow's SMOOTH filter, the 3x3 kernel
-// (1 1 1 / 1 5 1 / 1 1 1)/13. Pillow filters in float32 with the kernel
-// divided by 13, a 0.5 rounding offset, rows summed bottom row first, and
-// truncation; it keeps the outermost pixels, and copies images smaller
-// than the kernel whole, so those pixels blend with themselves.
+// (1 1 1 / 1 5 1 / 1 1 1)/13. Pillow keeps the outermost pixels, and
+// copies images smaller than the kernel whole, so those pixels blend with
+// themselves.
+//
+// Pillow filters in float32 (the kernel divided by 13, a 0.5 rounding
+// offset, truncation); this filters in integers, with the same bytes: the
+// exact sum is 0.5 + N/13 for the integer N of the weighted pixels, which
+// is (2N+13)/26 and so at least 1/26 from any integer, while float32's
+// rounding moves a sum below 256 by less than 1e-4; truncating either
+// gives floor((2N+13)/26), and neither reaches 0 or 255.5, so the clip
+// changes nothing.
 func Sharpness(dst, src Image, factor float64) {
 	check(dst, src, 0)
 	h, w, c := src.H, src.W, src.C
@@ -16,14 +23,6 @@ func Sharpness(dst, src Image, factor float64) {
 	}
 	var b blender
 	b.init(float32(factor))
-	// Products of a byte and a kernel weight, tabulated: each entry is
-	// the float32 product the C rounds.
-	var t1, t5 [256]float32
-	k1, k5 := float32(1)/13, float32(5)/13
-	for v := range t1 {
-		t1[v] = float32(v) * k1
-		t5[v] = float32(v) * k5
-	}
 	stride := w * c
 	copy(d[:stride], s[:stride])
 	copy(d[(h-1)*stride:], s[(h-1)*stride:])
@@ -34,24 +33,18 @@ func Sharpness(dst, src Image, factor float64) {
 		out := d[y*stride : (y+1)*stride]
 		copy(out[:c], mid[:c])
 		copy(out[stride-c:], mid[stride-c:])
-		for i := c; i < stride-c; i++ {
-			ss := float32(0.5)
-			ss += (t1[dn[i-c]] + t1[dn[i]]) + t1[dn[i+c]]
-			ss += (t1[mid[i-c]] + t5[mid[i]]) + t1[mid[i+c]]
-			ss += (t1[up[i-c]] + t1[up[i]]) + t1[up[i+c]]
-			out[i] = b.at(clip8(ss), mid[i])
+		// Each i reads i-c, i, i+c of three rows: slices shifted by c let
+		// the compiler drop the bounds checks.
+		n := stride - 2*c
+		u0, u1, u2 := up[:n], up[c:c+n], up[2*c:2*c+n]
+		m0, m1, m2 := mid[:n], mid[c:c+n], mid[2*c:2*c+n]
+		d0, d1, d2 := dn[:n], dn[c:c+n], dn[2*c:2*c+n]
+		o := out[c : c+n]
+		for i := range o {
+			sum := uint32(u0[i]) + uint32(u1[i]) + uint32(u2[i]) +
+				uint32(m0[i]) + 5*uint32(m1[i]) + uint32(m2[i]) +
+				uint32(d0[i]) + uint32(d1[i]) + uint32(d2[i])
+			o[i] = b.at(byte((2*sum+13)/26), m1[i])
 		}
 	}
-}
-
-// clip8 is Pillow's float to byte conversion of filter sums: clip, then
-// truncate.
-func clip8(v float32) byte {
-	if v <= 0 {
-		return 0
-	}
-	if v >= 255 {
-		return 255
-	}
-	return byte(v)
 }
