@@ -251,6 +251,14 @@ func (s *Stream) connect(ctx context.Context, resume bool) error {
 		s.regions = append(s.regions, region)
 		s.region = region.Bytes()
 	}
+	// An empty Ack at once answers the header: the daemon plans one
+	// batch of a new stream until its client answers (a flood's streams
+	// never do), and this client may hold a batch or two before its
+	// first real Ack.
+	if err := gs.Send(&pb.StreamRequest{Msg: &pb.StreamRequest_Ack{Ack: &pb.Ack{}}}); err != nil && err != io.EOF {
+		gcancel()
+		return err
+	}
 	s.sendMu.Lock()
 	if s.gsCancel != nil {
 		s.gsCancel()

@@ -249,6 +249,13 @@ def _long(values):
     return torch.tensor(values, dtype=torch.int64)
 
 
+# Queued for an empty Ack, sent as soon as the header arrives: the daemon
+# plans one batch of a new stream until its client answers (a flood's
+# streams never do), and a loop holds the batch it has while it waits for
+# the next, so the first real Ack would come only after the second batch.
+_HELLO = (-1, 0)
+
+
 def _requests(open_msg, acks, done):
     """The request stream, consumed by gRPC on a thread of its own. It
     holds the Open, the ack queue and an Event, and nothing else: whatever
@@ -260,6 +267,9 @@ def _requests(open_msg, acks, done):
             item = acks.get()
             if item is None:
                 return
+            if item is _HELLO:
+                yield pb.StreamRequest(ack=pb.Ack())
+                continue
             seqs, waits = [item[0]], [item[1]]
             end = False
             while True:
@@ -270,6 +280,8 @@ def _requests(open_msg, acks, done):
                 if item is None:
                     end = True
                     break
+                if item is _HELLO:  # an Ack of its own is due; this one says more
+                    continue
                 seqs.append(item[0])
                 waits.append(item[1])
             # wait_ns, parallel to seqs: how long the caller waited for each
@@ -392,6 +404,7 @@ class Session:
             if first.WhichOneof("msg") != "header":
                 raise ProtocolError("loaderd: the stream did not start with a header")
             h = self.header = first.header
+            self._acks.put(_HELLO)
             if h.dtype not in DTYPES:
                 raise ProtocolError(f"loaderd: unknown dtype {h.dtype} in the stream header")
             self.dtype = DTYPES[h.dtype]
