@@ -1,5 +1,7 @@
 package pil
 
+import "encoding/binary"
+
 // The ImageOps operations build a lookup table (per channel for the
 // histogram ones) and apply it with Image.point.
 
@@ -21,6 +23,12 @@ func Posterize(dst, src Image, bits int) {
 	}
 	mask := ^byte(1<<(8-bits) - 1)
 	s, d := src.Pix[:src.n()], dst.Pix[:src.n()]
+	// Eight bytes a step: the mask is the same for every byte.
+	m8 := uint64(mask) * 0x0101010101010101
+	for len(s) >= 8 {
+		binary.LittleEndian.PutUint64(d, binary.LittleEndian.Uint64(s)&m8)
+		s, d = s[8:], d[8:]
+	}
 	for i, v := range s {
 		d[i] = v & mask
 	}
@@ -50,10 +58,30 @@ func histograms(h *[3][256]int, src Image) {
 		}
 		return
 	}
-	for i := 0; i+2 < len(s); i += 3 {
-		h[0][s[i]]++
-		h[1][s[i+1]]++
-		h[2][s[i+2]]++
+	// Two pixels a step into two sets of counts, added at the end: runs
+	// of equal values (flat regions) would otherwise make each increment
+	// wait for the one before it, through memory.
+	var h2 [2][3][256]uint32
+	px := asPixels[[3]byte](src)
+	for len(px) >= 2 {
+		p, q := &px[0], &px[1]
+		h2[0][0][p[0]]++
+		h2[0][1][p[1]]++
+		h2[0][2][p[2]]++
+		h2[1][0][q[0]]++
+		h2[1][1][q[1]]++
+		h2[1][2][q[2]]++
+		px = px[2:]
+	}
+	for _, p := range px {
+		h2[0][0][p[0]]++
+		h2[0][1][p[1]]++
+		h2[0][2][p[2]]++
+	}
+	for c := range h {
+		for v := range h[c] {
+			h[c][v] = int(h2[0][c][v]) + int(h2[1][c][v])
+		}
 	}
 }
 
