@@ -36,13 +36,13 @@ type Config struct {
 	Epochs int64 // the stream ends before this epoch (absolute, so a resumed stream ends where the original would); 0 is endless
 
 	InFlight int // batches planned ahead, and pinned slots held; default 4
-	// OneOnCredit plans one batch, not InFlight, until Widen: a daemon
-	// starts a stream whose client has not yet answered this way, so that
-	// a stream opened and dropped at once (a flood's) costs one batch of
-	// the workers' time, not InFlight.
-	OneOnCredit bool
-	Pinned      *pinned.Pool // slots come from here when set; else the Loader maps its own
-	WithParams  bool         // record each sample's augmentation parameters
+	// HoldUntilWiden plans no batch until Widen: a daemon starts a stream
+	// whose client has not yet answered its header this way, so that a
+	// stream opened and dropped at once (a flood's) costs the workers
+	// nothing.
+	HoldUntilWiden bool
+	Pinned         *pinned.Pool // slots come from here when set; else the Loader maps its own
+	WithParams     bool         // record each sample's augmentation parameters
 
 	// OnDemand makes only the batches named with Want, in the order named,
 	// each by its number in the stream from Start (Numbering); Next then
@@ -110,7 +110,7 @@ type Loader struct {
 	posEnd    int64 // batches in pos's epoch from pos.Offset
 	seq       int64
 	exhausted bool
-	window    int               // batches that may be planned and not yet released: 1 on credit, else InFlight
+	window    int               // batches that may be planned and not yet released: 0 held, else InFlight
 	num       sampler.Numbering // batch numbers, for OnDemand
 	wants     []int64           // OnDemand: numbers wanted and not yet planned, in order
 	err       error             // sticky: the first failure, or ErrClosed
@@ -197,8 +197,8 @@ func New(pool *Pool, cfg Config) (*Loader, error) {
 		wake: make(chan struct{}, 1), closing: make(chan struct{}),
 		skip: Skipper{Policy: cfg.OnError, MaxSkips: cfg.MaxSkips, OnSkip: cfg.OnSkip}}
 	l.window = cfg.InFlight
-	if cfg.OneOnCredit {
-		l.window = 1
+	if cfg.HoldUntilWiden {
+		l.window = 0
 	}
 	l.sized, _ = As[SizedSource](cfg.Source)
 	l.pf, _ = As[Prefetcher](cfg.Source)
@@ -335,7 +335,7 @@ func (l *Loader) planAndWake() {
 	}
 }
 
-// Widen lets a stream opened with OneOnCredit plan InFlight batches from
+// Widen lets a stream opened with HoldUntilWiden plan InFlight batches from
 // now on; it may be called more than once.
 func (l *Loader) Widen() {
 	l.mu.Lock()

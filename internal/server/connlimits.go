@@ -40,13 +40,13 @@ const (
 // connection. One stream is always let through, whatever its size.
 const connUnprovenBytes = 256 << 20
 
-// creditWindow is how long a new stream's loader plans one batch rather
-// than its in-flight window (loader.Config.OneOnCredit), unless its client
-// answers sooner: a rapid-reset flood's streams that get as far as a
-// header are dropped within it, and each cost the workers one batch, not
-// four. A client that holds several batches before acking waits this
-// once, at the stream's start.
-const creditWindow = 100 * time.Millisecond
+// creditWindow is how long a new stream's loader plans nothing
+// (loader.Config.HoldUntilWiden) unless its client answers the header
+// sooner, as loaderd's clients do at once (an empty Ack): a rapid-reset
+// flood's streams that get as far as a header are dropped within it, at
+// no cost to the workers. A client that does not answer (an older one)
+// waits this once, at the stream's start.
+const creditWindow = 25 * time.Millisecond
 
 // tapStreams is the gRPC servers' InTapHandle: it runs on the connection's
 // reader for every new stream, so it must be quick.

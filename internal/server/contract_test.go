@@ -91,6 +91,25 @@ func openRaw(ctx context.Context, api pb.LoaderClient, o *pb.Open) (pb.Loader_St
 	if r.GetHeader() == nil {
 		return nil, fmt.Errorf("first reply is not a header: %v", r)
 	}
+	// Answer the header, as loaderd's clients do (see creditWindow).
+	if err := ack(st); err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
+// openSilent is openRaw without the answer to the header: an older client.
+func openSilent(ctx context.Context, api pb.LoaderClient, o *pb.Open) (pb.Loader_StreamClient, error) {
+	st, err := api.Stream(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := st.Send(&pb.StreamRequest{Msg: &pb.StreamRequest_Open{Open: o}}); err != nil {
+		return nil, err
+	}
+	if r, err := st.Recv(); err != nil || r.GetHeader() == nil {
+		return nil, fmt.Errorf("first reply %v, %v: want a header", r, err)
+	}
 	return st, nil
 }
 
@@ -337,45 +356,53 @@ func documentedCodes(t *testing.T) map[string]map[codes.Code]bool {
 // TestAcksInAnyOrder: the proto allows acks in any order; a window of 2
 // acked 1-then-0 streams on to the end, over both transports.
 func TestAcksInAnyOrder(t *testing.T) {
-	for _, tr := range []pb.Transport{pb.Transport_TRANSPORT_INLINE, pb.Transport_TRANSPORT_SHM} {
-		t.Run(tr.String(), func(t *testing.T) {
-			srv, api, _ := serve(t, Options{}, testDataset("good", testSource{n: 64}))
-			st, err := openRaw(context.Background(), api, &pb.Open{Dataset: "good", BatchSize: 4, Epochs: 2, MaxInFlight: 2, Transport: tr})
-			if err != nil {
-				t.Fatal(err)
-			}
-			var got []uint64
-			for {
-				a, err := st.Recv()
-				if err == io.EOF {
-					break
-				}
+	// silent: a client that does not answer the header (an older one)
+	// still gets its window, after creditWindow.
+	for _, silent := range []bool{false, true} {
+		open := openRaw
+		if silent {
+			open = openSilent
+		}
+		for _, tr := range []pb.Transport{pb.Transport_TRANSPORT_INLINE, pb.Transport_TRANSPORT_SHM} {
+			t.Run(fmt.Sprintf("%v/silent=%v", tr, silent), func(t *testing.T) {
+				srv, api, _ := serve(t, Options{}, testDataset("good", testSource{n: 64}))
+				st, err := open(context.Background(), api, &pb.Open{Dataset: "good", BatchSize: 4, Epochs: 2, MaxInFlight: 2, Transport: tr})
 				if err != nil {
-					t.Fatalf("after %d batches: %v", len(got), err)
-				}
-				b, err := st.Recv()
-				if err != nil {
-					t.Fatalf("after %d batches: %v", len(got)+1, err)
-				}
-				sa, sb := a.GetBatch().GetSeq(), b.GetBatch().GetSeq()
-				got = append(got, sa, sb)
-				if err := ack(st, sb); err != nil { // the later one first
 					t.Fatal(err)
 				}
-				if err := ack(st, sa); err != nil {
-					t.Fatal(err)
+				var got []uint64
+				for {
+					a, err := st.Recv()
+					if err == io.EOF {
+						break
+					}
+					if err != nil {
+						t.Fatalf("after %d batches: %v", len(got), err)
+					}
+					b, err := st.Recv()
+					if err != nil {
+						t.Fatalf("after %d batches: %v", len(got)+1, err)
+					}
+					sa, sb := a.GetBatch().GetSeq(), b.GetBatch().GetSeq()
+					got = append(got, sa, sb)
+					if err := ack(st, sb); err != nil { // the later one first
+						t.Fatal(err)
+					}
+					if err := ack(st, sa); err != nil {
+						t.Fatal(err)
+					}
 				}
-			}
-			if len(got) != 32 {
-				t.Fatalf("got %d batches, want 32", len(got))
-			}
-			for i, s := range got {
-				if s != uint64(i) {
-					t.Fatalf("batch %d has seq %d", i, s)
+				if len(got) != 32 {
+					t.Fatalf("got %d batches, want 32", len(got))
 				}
-			}
-			waitFor(t, func() bool { return gauge(t, srv, "loaderd_batches_in_flight") == 0 })
-		})
+				for i, s := range got {
+					if s != uint64(i) {
+						t.Fatalf("batch %d has seq %d", i, s)
+					}
+				}
+				waitFor(t, func() bool { return gauge(t, srv, "loaderd_batches_in_flight") == 0 })
+			})
+		}
 	}
 }
 

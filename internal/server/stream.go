@@ -90,7 +90,7 @@ func (s *Server) Stream(st pb.Loader_StreamServer) (err error) {
 	}
 	p.cfg.Pinned = pool
 	p.cfg.Tenant = connKey(conn) // a client's streams share the workers as one
-	p.cfg.OneOnCredit = true     // until the client answers, or creditWindow passes
+	p.cfg.HoldUntilWiden = true  // until the client answers, or creditWindow passes
 	m := s.metrics.forDataset(p.ds.Name)
 	log := s.log.With("client", cut(o.GetClientName(), 64), "dataset", p.ds.Name, "rank", p.cfg.Rank, "world", p.cfg.World)
 	p.cfg.OnSkip = func(e loader.SkipEvent) {
