@@ -75,21 +75,11 @@ func testDataset(name string, src testSource) *Dataset {
 	return &Dataset{Name: name, Spec: "test:", Source: src, Augment: "out=u8:hwc"}
 }
 
-// openRaw opens a stream and reads its header.
+// openRaw opens a stream, reads its header and answers it.
 func openRaw(ctx context.Context, api pb.LoaderClient, o *pb.Open) (pb.Loader_StreamClient, error) {
-	st, err := api.Stream(ctx)
+	st, err := openSilent(ctx, api, o)
 	if err != nil {
 		return nil, err
-	}
-	if err := st.Send(&pb.StreamRequest{Msg: &pb.StreamRequest_Open{Open: o}}); err != nil {
-		return nil, err
-	}
-	r, err := st.Recv()
-	if err != nil {
-		return nil, err
-	}
-	if r.GetHeader() == nil {
-		return nil, fmt.Errorf("first reply is not a header: %v", r)
 	}
 	// Answer the header, as loaderd's clients do (see creditWindow).
 	if err := ack(st); err != nil {
@@ -107,8 +97,12 @@ func openSilent(ctx context.Context, api pb.LoaderClient, o *pb.Open) (pb.Loader
 	if err := st.Send(&pb.StreamRequest{Msg: &pb.StreamRequest_Open{Open: o}}); err != nil {
 		return nil, err
 	}
-	if r, err := st.Recv(); err != nil || r.GetHeader() == nil {
-		return nil, fmt.Errorf("first reply %v, %v: want a header", r, err)
+	r, err := st.Recv()
+	if err != nil {
+		return nil, err
+	}
+	if r.GetHeader() == nil {
+		return nil, fmt.Errorf("first reply is not a header: %v", r)
 	}
 	return st, nil
 }
