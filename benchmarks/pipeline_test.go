@@ -67,38 +67,11 @@ func TestMain(m *testing.M) {
 // benchPipeline measures the whole data path: sampler → source → fused
 // augmentation → pinned batch slots, with the consumer releasing each batch.
 func benchPipeline(b *testing.B, spec string, workers int, out sample.DType) {
-	if spec == "cifar" {
-		spec = "cifar:" + cifarData(b)
-	}
-	src, err := loader.Open(spec)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer src.Close()
-	pipe, err := augment.NewPipeline(src.Spec(), augment.CIFARTrain(out, sample.CHW)...)
-	if err != nil {
-		b.Fatal(err)
-	}
-	pool := loader.NewPool(workers)
-	defer pool.Close()
-	l, err := loader.New(pool, loader.Config{Source: src, Pipeline: pipe, World: 1, Seed: 1, Shuffle: true,
-		BatchSize: batchSize, InFlight: 4})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer l.Close()
-	ctx := context.Background()
-	step := func() {
-		bt, err := l.Next(ctx)
-		if err != nil {
-			b.Fatal(err)
-		}
-		bt.Release()
-	}
+	step, sampleBytes := openPipeline(b, spec, workers, out)
 	for range 8 { // fault in the source's pages and the scheduler
 		step()
 	}
-	b.SetBytes(int64(batchSize * pipe.Out().Bytes()))
+	b.SetBytes(int64(batchSize * sampleBytes))
 	b.ReportAllocs()
 	start := time.Now()
 	b.ResetTimer()
@@ -106,6 +79,39 @@ func benchPipeline(b *testing.B, spec string, workers int, out sample.DType) {
 		step()
 	}
 	b.ReportMetric(float64(b.N*batchSize)/time.Since(start).Seconds(), "images/s")
+}
+
+// openPipeline starts an in-process Loader over spec with the CIFAR
+// training recipe, closed when b ends; step takes and releases one batch.
+func openPipeline(b *testing.B, spec string, workers int, out sample.DType) (step func(), sampleBytes int) {
+	if spec == "cifar" {
+		spec = "cifar:" + cifarData(b)
+	}
+	src, err := loader.Open(spec)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { src.Close() })
+	pipe, err := augment.NewPipeline(src.Spec(), augment.CIFARTrain(out, sample.CHW)...)
+	if err != nil {
+		b.Fatal(err)
+	}
+	pool := loader.NewPool(workers)
+	b.Cleanup(pool.Close)
+	l, err := loader.New(pool, loader.Config{Source: src, Pipeline: pipe, World: 1, Seed: 1, Shuffle: true,
+		BatchSize: batchSize, InFlight: 4})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { l.Close() }) // cleanups run last-added first: the loader before its pool
+	ctx := context.Background()
+	return func() {
+		bt, err := l.Next(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		bt.Release()
+	}, pipe.Out().Bytes()
 }
 
 // benchCopyCeiling copies a batch's output bytes from memory already in
