@@ -1,0 +1,95 @@
+#!/usr/bin/python3
+"""The Python client against the Go client, same daemon, same stream:
+what the PyTorch user gives up by reading batches from Python.
+
+    /usr/bin/python3 python/examples/compare_go.py [--trainer BIN] [--loaderd BIN] [--transport shm]
+
+One loaderd (2 workers, the classic CIFAR recipe to float32, batch 256)
+serves the CIFAR-10 training images as CIFAR binary files, decoded from
+../shared/data/cifar10-train-jpg.tar under --workdir as compare.py does.
+In turns, --repeats times: `trainer consume` (the Go client, a process of
+its own) reads --epochs epochs, then this process reads the same epochs
+through loaderd.Dataset. Both rates count every image from the stream's
+open to its end, as `trainer consume` reports them, and the medians and
+their ratio are printed. The turns share one machine at one time, so a VM
+whose speed drifts moves both.
+"""
+
+import argparse
+import json
+import os
+import pathlib
+import statistics
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+import common  # noqa: E402
+from common import loaderd  # noqa: E402
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+
+def trainer_binary(workdir, given):
+    if given:
+        return given
+    out = pathlib.Path(workdir) / "trainer"
+    env = dict(os.environ, PATH=os.environ.get("PATH", "") + ":/usr/local/go/bin", GOWORK="off")
+    subprocess.run(["go", "build", "-o", str(out), "."], cwd=ROOT / "cmd" / "trainer", env=env, check=True)
+    return str(out)
+
+
+def go_rate(args, trainer, address):
+    out = subprocess.run([trainer, "consume", "--addr", address, "--dataset", "c10", "--batch", str(args.batch),
+                          "--epochs", str(args.epochs), "--seed", "1", "--transport", args.transport, "--json"],
+                         capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])["images_per_s"]
+
+
+def python_rate(args, address):
+    ds = loaderd.Dataset(address, "c10", args.batch, seed=1, epochs=args.epochs, transport=args.transport,
+                         **({"prefetch": args.prefetch} if args.prefetch else {}))
+    n, t0 = 0, time.perf_counter()
+    for _, y in ds:  # iter() opens the stream: timed from there, as the Go client's rate is
+        n += len(y)
+    rate = n / (time.perf_counter() - t0)
+    ds.close()
+    return rate
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--tar", default=str(common.DEFAULT_TAR))
+    ap.add_argument("--workdir", default=None, help="data and binaries (default $TMPDIR/loaderd-compare)")
+    ap.add_argument("--loaderd", help="daemon binary (default $LOADERD_BIN, else built)")
+    ap.add_argument("--trainer", help="trainer binary (default built from cmd/trainer)")
+    ap.add_argument("--transport", default="shm", choices=["shm", "inline"])
+    ap.add_argument("--batch", type=int, default=256)
+    ap.add_argument("--epochs", type=int, default=4, help="epochs per timed run")
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--prefetch", type=int, default=0, help="the Python client's prefetch (default its own)")
+    ap.add_argument("--json")
+    args = ap.parse_args()
+    workdir = args.workdir or common.default_workdir("loaderd-compare")
+    bindir, _ = common.prepare(workdir, args.tar)
+    trainer = trainer_binary(workdir, args.trainer)
+    go, py = [], []
+    with common.daemon(workdir, {"c10": f"cifar:{bindir}"}, binary=args.loaderd) as d:
+        python_rate(args, d.address)  # warm: page cache, the daemon's first fill
+        for r in range(args.repeats):
+            go.append(go_rate(args, trainer, d.address))
+            py.append(python_rate(args, d.address))
+            print(f"  round {r + 1}: Go {go[-1]:,.0f} images/s, Python {py[-1]:,.0f} ({py[-1] / go[-1]:.2f})",
+                  flush=True)
+    g, p = statistics.median(go), statistics.median(py)
+    print(f"\n{args.transport}, batch {args.batch}, {args.epochs} epochs a run, medians of {args.repeats}: "
+          f"Go client {g:,.0f} images/s, Python client {p:,.0f} images/s; Python / Go = {p / g:.2f} "
+          f"({os.cpu_count()} CPUs)")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(dict(go=go, python=py, ratio=p / g, transport=args.transport, batch=args.batch), f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
