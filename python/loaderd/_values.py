@@ -84,18 +84,26 @@ class Affine:
     table of x / 255 alone), in float32, rounded to the table's dtype."""
 
     def __init__(self, mean, std, dtype, chw, dev):
-        shape = (1, len(mean), 1, 1) if chw else (1, 1, 1, len(mean))
+        shape = (len(mean), 1, 1) if chw else (1, 1, len(mean))  # one image's
         self.mean = torch.tensor(mean, dtype=torch.float32).view(shape).to(dev)
         self.std = torch.tensor(std, dtype=torch.float32).view(shape).to(dev)
         self.plain = all(m == 0 for m in mean) and all(s == 1 for s in std)
         self.dtype = dtype
 
     def __call__(self, images):
-        x = images.to(self.mean.device, non_blocking=True).float()
-        x.div_(255)
-        if not self.plain:
-            x.sub_(self.mean).div_(self.std)
-        return x if self.dtype == torch.float32 else x.to(self.dtype)
+        x = images.to(self.mean.device, non_blocking=True)
+        out = torch.empty(x.shape, dtype=torch.float32, device=x.device)
+        # A CPU runs the four passes image by image, each image's float32
+        # (600 KB at 224x224x3) staying in its cache between them: over a
+        # whole batch at once every pass streams the batch through memory,
+        # 2.5x the time here. A GPU takes the batch at once.
+        pairs = zip(x, out) if x.device.type == "cpu" else ((x, out),)
+        for src, dst in pairs:
+            dst.copy_(src)
+            dst.div_(255)
+            if not self.plain:
+                dst.sub_(self.mean).div_(self.std)
+        return out if self.dtype == torch.float32 else out.to(self.dtype)
 
     # The daemon's named statistics (normalize=imagenet, normalize=cifar10)
     # are tried first: a float16 or bfloat16 table has too few bits for its
