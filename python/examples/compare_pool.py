@@ -141,6 +141,10 @@ def main():
               f"the trainer process spent {cpu['pool'] * 1e6:.0f} µs of CPU per image "
               f"({cpu['pool'] * med['pool']:.2f} of a core at the pool's rate)")
         print(f"runs: pool {[round(r) for r, _ in runs['pool']]}, DataLoader(2) {[round(r) for r in dl[2]]}")
+        # Each round's pool against that round's best DataLoader: rounds a
+        # minute apart see a VM whose speed drifts by a third.
+        per = [p / max(dl[w][i] for w in dl) for i, (p, _) in enumerate(runs["pool"])]
+        print(f"pool / best DataLoader, round by round: {[round(r, 2) for r in per]}; median {statistics.median(per):.2f}x")
     finally:
         for p, _ in procs:
             p.terminate()
