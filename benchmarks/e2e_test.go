@@ -39,8 +39,8 @@ func benchE2E(b *testing.B, network string, shm bool, out sample.DType, window i
 
 // openE2E starts a daemon serving CIFAR with 2 workers on a socket of
 // network and opens one stream to it, all closed when b ends; step takes
-// and releases one batch and returns its bytes.
-func openE2E(b *testing.B, network string, shm bool, out sample.DType, window int) (step func() int, s *client.Stream) {
+// and releases one batch.
+func openE2E(b *testing.B, network string, shm bool, out sample.DType, window int) (step func(), s *client.Stream) {
 	src, err := loader.Open("cifar:" + cifarData(b))
 	if err != nil {
 		b.Fatal(err)
@@ -82,7 +82,7 @@ func openE2E(b *testing.B, network string, shm bool, out sample.DType, window in
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { s.Close() })
-	return func() int {
+	return func() {
 		bt, err := s.Next(ctx)
 		if err == io.EOF {
 			b.Fatal("stream ended")
@@ -90,9 +90,7 @@ func openE2E(b *testing.B, network string, shm bool, out sample.DType, window in
 		if err != nil {
 			b.Fatal(err)
 		}
-		n := len(bt.Data)
 		bt.Release()
-		return n
 	}, s
 }
 
@@ -117,15 +115,14 @@ func benchShmShare(b *testing.B, out sample.DType) {
 		}
 		return time.Since(t)
 	}
-	shmStep := func() { shm() }
 	turn(ceiling)
-	turn(shmStep)
+	turn(shm)
 	b.ReportAllocs()
 	var inproc, viaShm time.Duration
 	b.ResetTimer()
 	for b.Loop() {
 		inproc += turn(ceiling)
-		viaShm += turn(shmStep)
+		viaShm += turn(shm)
 	}
 	images := float64(b.N * ratioTurn * batchSize)
 	b.ReportMetric(images/inproc.Seconds(), "ceiling-images/s")

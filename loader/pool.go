@@ -147,7 +147,7 @@ func (p *Pool) work(id int) {
 		// the worker blocks, which it does only once the window is full:
 		// the batch leaves late and the window drains in bursts. Yielding
 		// between chunks (~70 µs of CIFAR, a fraction of a µs to yield)
-		// lets it run at once: shm streams went from 86% to 90–94% of the
+		// lets it run at once: shm streams went from 86% to 88–94% of the
 		// in-process rate (BenchmarkE2E/share=shm).
 		runtime.Gosched()
 	}

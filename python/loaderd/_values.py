@@ -15,6 +15,7 @@ for bit. A pixel is one of those 256 bytes, so the arithmetic then equals
 the gather on every batch; where none fits (another op order, a device
 whose division rounds otherwise), the gather stays."""
 
+import itertools
 import sys
 import warnings
 
@@ -126,19 +127,10 @@ class Affine:
             # (v/255 - m) / s: 0 gives -m/s, 255 gives (1 - m)/s.
             s0 = np.float32(1 / (t1 - t0))
             m0 = np.float32(-t0 / (t1 - t0))
-            found = None
-            for pm, ps in cls.PRESETS:
-                mk, sk = np.float32(pm[ch % 3]), np.float32(ps[ch % 3])
-                if np.array_equal(_round((v - mk) / sk, table.dtype), want[ch]):
-                    found = (float(mk), float(sk))
-                    break
-            for sk in _near(s0) if found is None else ():
-                for mk in _near(m0):
-                    if np.array_equal(_round((v - mk) / sk, table.dtype), want[ch]):
-                        found = (float(mk), float(sk))
-                        break
-                if found is not None:
-                    break
+            presets = ((np.float32(pm[ch % 3]), np.float32(ps[ch % 3])) for pm, ps in cls.PRESETS)
+            near = ((mk, sk) for sk in _near(s0) for mk in _near(m0))
+            found = next(((float(mk), float(sk)) for mk, sk in itertools.chain(presets, near)
+                          if np.array_equal(_round((v - mk) / sk, table.dtype), want[ch])), None)
             if found is None:
                 return None
             per.append(found)
