@@ -30,7 +30,7 @@ import (
 // backoff and never ends serve: the daemon's streams outlive the flood.
 type fdBroker struct {
 	mu      sync.Mutex
-	streams map[string]*streamSlots // by token
+	streams map[string]*session // by token
 	lis     net.Listener
 	closed  bool
 	stop    chan struct{} // closed by close: ends serve's backoff sleeps
@@ -77,7 +77,7 @@ const (
 
 func newFdBroker() *fdBroker {
 	return &fdBroker{
-		streams:         map[string]*streamSlots{},
+		streams:         map[string]*session{},
 		stop:            make(chan struct{}),
 		exchangeTimeout: fdExchangeTimeout,
 		maxConns:        fdMaxConns,
@@ -108,13 +108,13 @@ func (b *fdBroker) instrument(log *slog.Logger, reg prometheus.Registerer) {
 	reg.MustRegister(b.refused, b.acceptErrs, b.connections)
 }
 
-// register makes slots' region available for the returned token until
-// unregister.
-func (b *fdBroker) register(slots *streamSlots) []byte {
+// register makes ss's region, and its lane if it has one, available for
+// the returned token until unregister.
+func (b *fdBroker) register(ss *session) []byte {
 	tok := make([]byte, tokenLen)
 	rand.Read(tok) // never fails (crypto/rand, Go 1.24+)
 	b.mu.Lock()
-	b.streams[string(tok)] = slots
+	b.streams[string(tok)] = ss
 	b.mu.Unlock()
 	return tok
 }
@@ -248,15 +248,28 @@ func (b *fdBroker) close() {
 }
 
 // handle runs one exchange: one byte len(token) and the token in; one
-// byte 0 with the descriptor, or 1 and a message, out. The whole exchange
-// has exchangeTimeout.
+// byte 0 with the descriptor, or 1 and a message, out. A lane's exchange
+// opens with a zero byte, and its connection then goes to the stream's
+// session. The whole exchange has exchangeTimeout.
 func (b *fdBroker) handle(c *net.UnixConn) {
-	defer c.Close()
+	keep := false // the connection became a lane
+	defer func() {
+		if !keep {
+			c.Close()
+		}
+	}()
 	c.SetDeadline(time.Now().Add(b.exchangeTimeout))
 	var n [1]byte
 	if _, err := io.ReadFull(c, n[:]); err != nil {
 		b.readFailed(err)
 		return
+	}
+	wantLane := n[0] == 0
+	if wantLane {
+		if _, err := io.ReadFull(c, n[:]); err != nil {
+			b.readFailed(err)
+			return
+		}
 	}
 	if n[0] != tokenLen {
 		c.Write(append([]byte{1}, fmt.Sprintf("loaderd: token of %d bytes, want %d", n[0], tokenLen)...))
@@ -268,23 +281,45 @@ func (b *fdBroker) handle(c *net.UnixConn) {
 		return
 	}
 	b.mu.Lock()
-	slots := b.streams[string(tok)]
-	if slots != nil {
+	ss := b.streams[string(tok)]
+	var slots *streamSlots
+	if ss != nil {
+		slots = ss.slots
 		slots.retain() // the pool stays mapped while we reopen its memfd
 	}
 	b.mu.Unlock()
-	if slots == nil {
+	if ss == nil {
 		c.Write(append([]byte{1}, "loaderd: unknown token: the stream has ended, or never was"...))
 		return
 	}
+	if wantLane {
+		err := errors.New("loaderd: the stream has no lane: open it with shm_lane")
+		if ss.lane != nil {
+			err = ss.lane.claim()
+		}
+		if err != nil {
+			slots.drop()
+			c.Write(append([]byte{1}, err.Error()...))
+			return
+		}
+	}
 	f, err := slots.pool.OpenReadOnly()
 	slots.drop()
-	if err != nil {
+	if err == nil {
+		_, _, err = c.WriteMsgUnix([]byte{0}, unix.UnixRights(int(f.Fd())), nil)
+		f.Close()
+	} else {
 		c.Write(append([]byte{1}, err.Error()...))
-		return
 	}
-	defer f.Close()
-	c.WriteMsgUnix([]byte{0}, unix.UnixRights(int(f.Fd())), nil)
+	if wantLane {
+		// The descriptor goes before the session's first frame. A lane
+		// whose exchange failed is attached closed: the stream ends at once.
+		keep = true
+		if err != nil {
+			c.Close()
+		}
+		ss.attachLane(c)
+	}
 }
 
 // readFailed counts a client that let the deadline pass before sending

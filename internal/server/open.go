@@ -23,6 +23,7 @@ type plan struct {
 	pipe     *augment.Pipeline
 	cfg      loader.Config
 	shm      bool
+	lane     bool // Open.shm_lane on a shared-memory stream
 	inFlight int
 	full     *augment.Pipeline // Open.values_on_client: the chain whose value ops pipe leaves to the client
 }
@@ -118,7 +119,7 @@ func (s *Server) validate(o *pb.Open) (*plan, error) {
 	if o.GetEpochs() > 0 {
 		cfg.Epochs = o.GetStartEpoch() + o.GetEpochs()
 	}
-	return &plan{ds: ds, pipe: pipe, cfg: cfg, shm: shm, inFlight: inFlight, full: full}, nil
+	return &plan{ds: ds, pipe: pipe, cfg: cfg, shm: shm, lane: shm && o.GetShmLane(), inFlight: inFlight, full: full}, nil
 }
 
 // buildPipeline folds the stream's augmentation: the dataset default when

@@ -40,6 +40,7 @@ type session struct {
 	tr    transport
 	slots *streamSlots
 	token []byte // the shared region's hand-over secret (see fdBroker)
+	lane  *lane  // the client's lane (Open.shm_lane), or nil
 	// proven is called at the client's first message after its Open
 	// (reserveUnproven); it may be called again.
 	proven func()
@@ -75,10 +76,14 @@ func newSession(srv *Server, st pb.Loader_StreamServer, p *plan, pool *pinned.Po
 	}
 	ss.slots.refs.Store(1)
 	if p.shm {
-		if srv.opts.FdSocket != "" {
-			ss.token = srv.fds.register(ss.slots)
-		}
 		ss.tr = shmTransport{ss}
+		if srv.opts.FdSocket != "" {
+			if p.lane {
+				ss.lane = newLane()
+				ss.tr = laneTransport{shmTransport{ss}}
+			}
+			ss.token = srv.fds.register(ss)
+		}
 	} else {
 		ss.tr = inlineTransport{ss}
 	}
@@ -114,6 +119,9 @@ func (s *streamSlots) drop() {
 func (ss *session) end() {
 	if ss.token != nil {
 		ss.srv.fds.unregister(ss.token)
+	}
+	if ss.lane != nil {
+		ss.lane.close()
 	}
 	ss.l.Close()
 	ss.mu.Lock()
@@ -267,9 +275,18 @@ func (ss *session) run(ctx context.Context) error {
 		select {
 		case <-ss.recvEnd:
 			cancel()
+		case <-ss.laneEnded():
+			cancel()
 		case <-nctx.Done():
 		}
 	}()
+	if ss.lane != nil {
+		if err := ss.awaitLane(ctx); err == errClientDone {
+			return nil
+		} else if err != nil {
+			return err
+		}
+	}
 	for {
 		if err := ss.wait(ctx); err == errClientDone {
 			return nil
@@ -283,6 +300,11 @@ func (ss *session) run(ctx context.Context) error {
 			return ss.drain(ctx)
 		}
 		if err != nil && ctx.Err() == nil && nctx.Err() != nil {
+			select {
+			case <-ss.laneEnded():
+				return ss.laneFailure()
+			default:
+			}
 			err = <-ss.recvErr
 			ss.recvErr <- err
 			if err == io.EOF {
@@ -384,6 +406,8 @@ func (ss *session) wait(ctx context.Context) error {
 			return errClientDone
 		}
 		return err
+	case <-ss.laneEnded():
+		return ss.laneFailure()
 	case <-ctx.Done():
 		return ss.ctxErr(ctx)
 	}
@@ -406,6 +430,8 @@ func (ss *session) drain(ctx context.Context) error {
 				return nil
 			}
 			return err
+		case <-ss.laneEnded(): // every batch went out: a client that leaves now is done
+			return ss.lane.broke()
 		case <-ctx.Done():
 			return ss.ctxErr(ctx)
 		case <-timer.C:

@@ -141,7 +141,10 @@ func (s *Server) Stream(st pb.Loader_StreamServer) (err error) {
 		}
 	}()
 	go ss.receive()
-	return ss.run(ctx)
+	if err = ss.run(ctx); err == nil && ss.lane != nil {
+		err = ss.lane.finish()
+	}
+	return err
 }
 
 func transportName(shm bool) string {

@@ -6,15 +6,16 @@ import torch
 from ._errors import ProtocolError
 
 
-def fields_of(header, b):
+def fields_of(header, b, n=None):
     """{name: [bytes, or None where the sample lacks the field]} of a
-    batch, in sample order, for the stream's fields (header.field_names);
-    None on a stream without any. The bytes are the dataset's own: a
-    caption, a JSON document; nothing here decodes them."""
+    batch of n samples (default len(b.labels)), in sample order, for the
+    stream's fields (header.field_names); None on a stream without any. The
+    bytes are the dataset's own: a caption, a JSON document; nothing here
+    decodes them."""
     names = list(header.field_names)
     if not names:
         return None
-    n, nf = len(b.labels), len(names)
+    n, nf = len(b.labels) if n is None else n, len(names)
     if len(b.field_data) != nf or len(b.field_ends) != n * nf or len(b.field_present) != n * nf:
         raise ProtocolError(f"loaderd: batch {b.seq} carries {len(b.field_data)} fields with {len(b.field_ends)} ends "
                             f"and {len(b.field_present)} flags, want {nf} fields of {n} samples")
@@ -32,13 +33,14 @@ def fields_of(header, b):
     return out
 
 
-def targets_of(header, b, device):
-    """The multi-hot targets of a multi-label stream's batch: float32
-    [N, classes] on device, 1 at each class of a sample's label set (what
-    BCEWithLogitsLoss takes); None on a single-label stream."""
+def targets_of(header, b, device, n=None):
+    """The multi-hot targets of a multi-label stream's batch of n samples
+    (default len(b.labels)): float32 [N, classes] on device, 1 at each
+    class of a sample's label set (what BCEWithLogitsLoss takes); None on a
+    single-label stream."""
     if not header.multi_label:
         return None
-    n, classes = len(b.labels), int(header.num_classes)
+    n, classes = len(b.labels) if n is None else n, int(header.num_classes)
     ends = torch.tensor(list(b.label_set_ends), dtype=torch.int64)
     sets = torch.tensor(list(b.label_sets), dtype=torch.int64)
     if classes <= 0 or len(ends) != n or (n and int(ends[-1]) != len(sets)):

@@ -102,21 +102,27 @@ def after_fork():
             pass
 
 
-def fetch_fd(path, token, timeout=10.0):
+def fetch_fd(path, token, timeout=10.0, lane=False):
     """The region's read-only descriptor from the daemon's fd socket (see
-    ShmRegion.fd_socket in loader.proto)."""
+    ShmRegion.fd_socket in loader.proto); with lane, (descriptor, the
+    connection), which stays open as the stream's lane."""
     if not 0 < len(token) < 256:
         raise Error(f"loaderd: shared-memory token of {len(token)} bytes")
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    keep = False
+    try:
         s.settimeout(timeout)
         try:
             s.connect(path)
-            s.sendall(bytes([len(token)]) + bytes(token))
+            s.sendall((b"\x00" if lane else b"") + bytes([len(token)]) + bytes(token))
             data, fds, _, _ = socket.recv_fds(s, 1, 4)
         except OSError as e:
             raise Error(f"loaderd: shared memory: fd socket {path}: {e}") from e
         try:
             if data == b"\x00" and len(fds) == 1:
+                if lane:
+                    keep = True
+                    return fds.pop(), s
                 return fds.pop()
             if not data:
                 raise Error(f"loaderd: shared memory: fd socket {path} closed without an answer")
@@ -133,6 +139,9 @@ def fetch_fd(path, token, timeout=10.0):
         finally:
             for fd in fds:
                 os.close(fd)
+    finally:
+        if not keep:
+            s.close()
 
 
 class SlotMap:
@@ -188,13 +197,19 @@ class Region:
         self.slot_count = int(shm.slot_count)
         self.locked = bool(shm.locked)
         self.via = None
+        self.lane_socket = None  # the stream's lane (shm.lane), which the caller takes over
         fd, why = None, []
         if shm.fd_socket and address.unix_path:
             sock = os.path.join(os.path.dirname(address.unix_path), shm.fd_socket)
             try:
-                fd = fetch_fd(sock, shm.token)
+                if shm.lane:
+                    fd, self.lane_socket = fetch_fd(sock, shm.token, lane=True)
+                else:
+                    fd = fetch_fd(sock, shm.token)
                 self.via = sock
             except Error as e:
+                if shm.lane:  # the batches come only that way
+                    raise
                 why.append(str(e))
         if fd is None and shm.path:
             try:

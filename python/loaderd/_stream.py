@@ -12,7 +12,7 @@ from typing import Any, List, NamedTuple, Optional, Tuple
 import grpc
 import torch
 
-from . import _values
+from . import _lane, _values
 from ._fields import fields_of, targets_of
 from ._errors import Error, ProtocolError, from_rpc
 from ._shm import Region, Ring, cuda_available
@@ -79,6 +79,11 @@ for cutmix, box (top, left, height, width), the region of every image
 pasted from its rolled partner (None for mixup). Sample i was mixed with
 sample i-1, sample 0 with the last (torch's roll(1, 0))."""
 _MIX_KINDS = {pb.MIX_KIND_MIXUP: "mixup", pb.MIX_KIND_CUTMIX: "cutmix"}
+
+_NO_EXTRA = pb.Batch()  # a lane frame with nothing more: read, never written
+# A lane frame's serialized rest: a batch's fields (64 MiB at most, as the
+# daemon bounds them; wire.MaxBatchFieldBytes) and room for params and mix.
+_MAX_EXTRA = (64 << 20) + (16 << 20)
 
 
 def params_of(p):
@@ -383,6 +388,10 @@ class Session:
         self._bufs = {}  # seq -> ring buffer of a batch not yet released
         self.region = None
         self._ring = None
+        self._lane = None  # the stream's lane, when the daemon agreed to one (_lane)
+        self._lane_end = False
+        if open_msg.transport == pb.TRANSPORT_SHM and address.unix_path and _lane.enabled():
+            open_msg.shm_lane = True
         self._call = stub.Stream(_requests(open_msg, self._acks, self._done))
         _sessions.add(self)
         try:
@@ -410,7 +419,12 @@ class Session:
             self.dtype = DTYPES[h.dtype]
             self._esize = torch.empty((), dtype=self.dtype).element_size()
             self.sample_shape = tuple(int(d) for d in h.sample_shape)
+            self._sample_elems = 1
+            for d in self.sample_shape:
+                self._sample_elems *= d
             self.window = max(1, int(h.max_in_flight))
+            # Whether a lane frame's batch needs its serialized rest (_next_lane).
+            self._needs_extra = bool(h.batch_mix or h.multi_label or len(h.field_names))
             self.batches_per_epoch = int(h.batches_per_epoch)
             # values_on: the device the value table maps batches on (normalize_on).
             self._values = _values.for_header(h, values_on, DTYPES) if values_on is not None else None
@@ -421,6 +435,8 @@ class Session:
             nbytes = int(h.batch_size) * int(h.sample_bytes)
             if h.transport == pb.TRANSPORT_SHM:
                 self.region = Region(h.shm, address)
+                if self.region.lane_socket is not None:
+                    self._lane = _lane.Lane(self.region.lane_socket, int(h.batch_size), _MAX_EXTRA)
                 if self._cuda:
                     # Batches are copied into page-locked buffers of the
                     # client's own: DMA to the device, and the daemon's slot
@@ -482,6 +498,10 @@ class Session:
                 raise Error(f"loaderd: all {self.window} batches of the window are held by the iterator; "
                             "release one (raise prefetch, or hold fewer)")
         t0 = time.monotonic_ns()
+        if self._lane is not None:
+            if self._lane_end:
+                return None
+            return self._next_lane(t0)
         try:
             reply, late = self._reply()
         except StopIteration:
@@ -515,16 +535,7 @@ class Session:
                 self.failed = err
                 self._let_go()
                 raise from_rpc(err, f"stream (batch {b.seq} arrived after it ended)", self.address)
-            if b.shm.length != length:
-                raise ProtocolError(f"loaderd: batch {b.seq} is {b.shm.length} bytes in shared memory, want {length}")
-            images, rec.ref = self.region.view(b.shm.slot, b.shm.offset, b.shm.length, self.dtype, shape)
-            if self._ring is not None:  # pin=True with CUDA: copy into a page-locked buffer
-                buf = self._bufs[b.seq] = self._ring.take()
-                ctypes.memmove(buf.addr, images.data_ptr(), length)
-                del images
-                self.region.finish(rec.ref, force=False)
-                self._ack(rec)  # the daemon's slot is free; the buffer is ours
-                images = buf.view(length, self.dtype, shape)
+            images = self._shm_images(rec, b.shm.slot, b.shm.offset, b.shm.length, length, shape)
         elif which == "data" and self._ring is not None and self.region is None:
             if len(b.data) != length:
                 raise ProtocolError(f"loaderd: batch {b.seq} carries {len(b.data)} bytes, want {length}")
@@ -534,13 +545,61 @@ class Session:
         else:
             raise ProtocolError(f"loaderd: batch {b.seq} carries {which or 'no tensor'} on a "
                                 f"{'shm' if self.region is not None else 'inline'} stream")
+        return self._batch(b.seq, b.epoch, b.batch_index, images, _long(b.labels), _long(b.indices), b)
+
+    def _shm_images(self, rec, slot, offset, length, want, shape):
+        """A batch's tensor in the region: a view, or with pin=True and CUDA
+        a copy in a page-locked buffer (the slot then goes back at once)."""
+        if length != want:
+            raise ProtocolError(f"loaderd: batch {rec.seq} is {length} bytes in shared memory, want {want}")
+        images, rec.ref = self.region.view(slot, offset, length, self.dtype, shape)
+        if self._ring is not None:  # pin=True with CUDA: copy into a page-locked buffer
+            buf = self._bufs[rec.seq] = self._ring.take()
+            ctypes.memmove(buf.addr, images.data_ptr(), length)
+            del images
+            self.region.finish(rec.ref, force=False)
+            self._ack(rec)  # the daemon's slot is free; the buffer is ours
+            images = buf.view(length, self.dtype, shape)
+        return images
+
+    def _batch(self, seq, epoch, index, images, labels, indices, b):
+        """The Batch, once its tensor is in hand; b holds the rest (params,
+        mix, fields)."""
         if self._values is not None:
             images = self._values(images)
         params = params_of(b.params) if b.HasField("params") else None
-        labels = _long(b.labels)
         mix, soft = mix_of(self.header, b.mix if b.HasField("mix") else None, labels, images.device)
-        return Batch(self, b.seq, b.epoch, b.batch_index, images, labels, _long(b.indices), params, mix, soft,
-                     fields_of(self.header, b), targets_of(self.header, b, images.device))
+        n = len(labels)
+        return Batch(self, seq, epoch, index, images, labels, indices, params, mix, soft,
+                     fields_of(self.header, b, n), targets_of(self.header, b, images.device, n))
+
+    def _next_lane(self, t0):
+        """next() on a stream whose batches come over the lane."""
+        f = self._lane.next()
+        if f is _lane.END:
+            self._lane_end = True
+            return None
+        if f is None:  # the lane closed without its end: the stream's status says why
+            self._let_go()
+            try:
+                reply, _ = self._reply()
+            except StopIteration:
+                raise ProtocolError("loaderd: the daemon closed the stream's lane before its end") from None
+            except grpc.RpcError as e:
+                self.failed = e
+                raise from_rpc(e, "stream", self.address) from None
+            raise ProtocolError(f"loaderd: a {reply.WhichOneof('msg')} on a stream whose batches go over its lane")
+        rec = _Rec(f.seq, time.monotonic_ns() - t0)
+        self._recs[f.seq] = rec
+        shape = (f.n,) + self.sample_shape
+        images = self._shm_images(rec, f.slot, f.offset, f.length, self._esize * f.n * self._sample_elems, shape)
+        if f.extra is None and self._values is None and not self._needs_extra:
+            return Batch(self, f.seq, f.epoch, f.index, images, f.labels, f.indices, None)
+        rest = _NO_EXTRA
+        if f.extra:
+            rest = pb.Batch.FromString(f.extra)
+            rest.seq = f.seq  # for the messages of what reads it
+        return self._batch(f.seq, f.epoch, f.index, images, f.labels, f.indices, rest)
 
     def release(self, seq):
         """The caller is done with batch seq (see Batch.release)."""
@@ -584,7 +643,10 @@ class Session:
     def _ack(self, rec):
         del self._recs[rec.seq]
         if not self.closed:
-            self._acks.put((rec.seq, rec.wait_ns))
+            if self._lane is not None:
+                self._lane.ack(rec.seq, rec.wait_ns)
+            else:
+                self._acks.put((rec.seq, rec.wait_ns))
 
     def _let_go(self):
         """The stream is over for the daemon: it may hand this stream's
@@ -626,6 +688,8 @@ class Session:
         self.forked_from = parent
         self.closed = True
         self._recs.clear()
+        if self._lane is not None:
+            self._lane.close()  # the child's descriptor; the parent's lane stays open
         if self.region is not None:
             self.region.close()  # the child's copy of the descriptor; mappings go with their views
 
@@ -635,6 +699,8 @@ class Session:
         # half-close until the cancel lands miscounts its in-flight batches.
         self.closed = True
         _sessions.discard(self)
+        if self._lane is not None:
+            self._lane.close()
         # Acks still queued carry the caller's waits to the daemon's
         # metrics: give gRPC's request thread a moment to take them.
         for _ in range(20):

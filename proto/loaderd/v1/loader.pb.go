@@ -783,7 +783,12 @@ type Open struct {
 	// rank r taking j = r, r + world, ...; start_batch counts batches of that
 	// share, and an empty share starts at the next epoch. Later epochs are
 	// whole. 0 (the default) is an ordinary start. See docs/RESUME.md.
-	StartOffset   int64 `protobuf:"varint,19,opt,name=start_offset,json=startOffset,proto3" json:"start_offset,omitempty"`
+	StartOffset int64 `protobuf:"varint,19,opt,name=start_offset,json=startOffset,proto3" json:"start_offset,omitempty"`
+	// On a shared-memory stream: the client can take its batches over a lane
+	// of the fd socket instead of this stream (see ShmRegion.lane). The
+	// header's ShmRegion.lane says whether the daemon agreed; a daemon that
+	// predates the field leaves it false and streams as before.
+	ShmLane       bool `protobuf:"varint,22,opt,name=shm_lane,json=shmLane,proto3" json:"shm_lane,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -963,6 +968,13 @@ func (x *Open) GetStartOffset() int64 {
 		return x.StartOffset
 	}
 	return 0
+}
+
+func (x *Open) GetShmLane() bool {
+	if x != nil {
+		return x.ShmLane
+	}
+	return false
 }
 
 // Ack tells the server the client is done with some batches: their
@@ -1425,7 +1437,27 @@ type ShmRegion struct {
 	FdSocket string `protobuf:"bytes,6,opt,name=fd_socket,json=fdSocket,proto3" json:"fd_socket,omitempty"`
 	// This stream's secret for fd_socket (32 random bytes), good while the
 	// stream is open.
-	Token         []byte `protobuf:"bytes,7,opt,name=token,proto3" json:"token,omitempty"`
+	Token []byte `protobuf:"bytes,7,opt,name=token,proto3" json:"token,omitempty"`
+	// The daemon agreed to Open.shm_lane: this stream's batches go over a
+	// lane, not in StreamReply messages, and the stream sends nothing after
+	// its header but its status. The lane is a connection to fd_socket that
+	// opens with a zero byte, then the exchange above (one byte len(token),
+	// the token; one byte 0 with the descriptor). The connection then stays
+	// open. The daemon writes frames of 64 bytes, little-endian: u32 kind
+	// (1 a batch, 2 the end: the stream finished and every batch was acked),
+	// u32 n (samples), u64 seq, i64 epoch, i64 batch_index, u32 slot,
+	// u32 extra (bytes), u64 generation, i64 offset, i64 length; a batch's
+	// frame goes on with n i64 indices, n i32 labels, zero padding to a
+	// multiple of 8, and extra bytes of a serialized Batch holding what the
+	// frame does not (params, mix, fields). The tensor is n samples of the
+	// header's shape and dtype at [offset, offset+length) of the region, as
+	// ShmRef says. The client writes acks of 16 bytes: u64 seq, u64 wait_ns
+	// (how long the client waited for it, as in Ack); acks on the stream
+	// are taken too. A lane the client closes ends the stream (CANCELLED);
+	// a lane the daemon closes without the end frame means the stream
+	// failed, and its status says why. The daemon waits up to its ack timeout for the lane before it
+	// sends a batch.
+	Lane          bool `protobuf:"varint,8,opt,name=lane,proto3" json:"lane,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1507,6 +1539,13 @@ func (x *ShmRegion) GetToken() []byte {
 		return x.Token
 	}
 	return nil
+}
+
+func (x *ShmRegion) GetLane() bool {
+	if x != nil {
+		return x.Lane
+	}
+	return false
 }
 
 // Batch is one batch of samples, in the order the plan gives them.
@@ -2569,7 +2608,7 @@ const file_loaderd_v1_loader_proto_rawDesc = "" +
 	"\x04want\x18\x03 \x01(\v2\x10.loaderd.v1.WantH\x00R\x04wantB\x05\n" +
 	"\x03msg\" \n" +
 	"\x04Want\x12\x18\n" +
-	"\abatches\x18\x01 \x03(\x04R\abatches\"\xb5\x05\n" +
+	"\abatches\x18\x01 \x03(\x04R\abatches\"\xd0\x05\n" +
 	"\x04Open\x12\x18\n" +
 	"\adataset\x18\x01 \x01(\tR\adataset\x12\x12\n" +
 	"\x04rank\x18\x02 \x01(\x05R\x04rank\x12\x14\n" +
@@ -2597,7 +2636,8 @@ const file_loaderd_v1_loader_proto_rawDesc = "" +
 	"clientName\x12\x1b\n" +
 	"\ton_demand\x18\x14 \x01(\bR\bonDemand\x12(\n" +
 	"\x10values_on_client\x18\x15 \x01(\bR\x0evaluesOnClient\x12!\n" +
-	"\fstart_offset\x18\x13 \x01(\x03R\vstartOffset\"2\n" +
+	"\fstart_offset\x18\x13 \x01(\x03R\vstartOffset\x12\x19\n" +
+	"\bshm_lane\x18\x16 \x01(\bR\ashmLane\"2\n" +
 	"\x03Ack\x12\x12\n" +
 	"\x04seqs\x18\x01 \x03(\x04R\x04seqs\x12\x17\n" +
 	"\await_ns\x18\x02 \x03(\x04R\x06waitNs\"s\n" +
@@ -2638,7 +2678,7 @@ const file_loaderd_v1_loader_proto_rawDesc = "" +
 	"\vfield_names\x18\x17 \x03(\tR\n" +
 	"fieldNames\x12\x1f\n" +
 	"\vmulti_label\x18\x18 \x01(\bR\n" +
-	"multiLabel\"\xba\x01\n" +
+	"multiLabel\"\xce\x01\n" +
 	"\tShmRegion\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x12\n" +
 	"\x04size\x18\x02 \x01(\x03R\x04size\x12\x1b\n" +
@@ -2647,7 +2687,8 @@ const file_loaderd_v1_loader_proto_rawDesc = "" +
 	"slot_count\x18\x04 \x01(\rR\tslotCount\x12\x16\n" +
 	"\x06locked\x18\x05 \x01(\bR\x06locked\x12\x1b\n" +
 	"\tfd_socket\x18\x06 \x01(\tR\bfdSocket\x12\x14\n" +
-	"\x05token\x18\a \x01(\fR\x05token\"\xb9\x04\n" +
+	"\x05token\x18\a \x01(\fR\x05token\x12\x12\n" +
+	"\x04lane\x18\b \x01(\bR\x04lane\"\xb9\x04\n" +
 	"\x05Batch\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12\x14\n" +
 	"\x05epoch\x18\x02 \x01(\x03R\x05epoch\x12\x1f\n" +

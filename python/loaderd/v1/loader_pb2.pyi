@@ -210,7 +210,7 @@ class MixRecord(_message.Message):
     def __init__(self, kind: _Optional[_Union[MixKind, str]] = ..., lam: _Optional[float] = ..., box_top: _Optional[int] = ..., box_left: _Optional[int] = ..., box_height: _Optional[int] = ..., box_width: _Optional[int] = ...) -> None: ...
 
 class Open(_message.Message):
-    __slots__ = ["augment", "batch_size", "client_name", "dataset", "drop_last", "drop_last_batch", "dtype", "epochs", "include_params", "layout", "max_in_flight", "no_shuffle", "on_demand", "rank", "seed", "start_batch", "start_epoch", "start_offset", "transport", "values_on_client", "world"]
+    __slots__ = ["augment", "batch_size", "client_name", "dataset", "drop_last", "drop_last_batch", "dtype", "epochs", "include_params", "layout", "max_in_flight", "no_shuffle", "on_demand", "rank", "seed", "shm_lane", "start_batch", "start_epoch", "start_offset", "transport", "values_on_client", "world"]
     AUGMENT_FIELD_NUMBER: _ClassVar[int]
     BATCH_SIZE_FIELD_NUMBER: _ClassVar[int]
     CLIENT_NAME_FIELD_NUMBER: _ClassVar[int]
@@ -226,6 +226,7 @@ class Open(_message.Message):
     ON_DEMAND_FIELD_NUMBER: _ClassVar[int]
     RANK_FIELD_NUMBER: _ClassVar[int]
     SEED_FIELD_NUMBER: _ClassVar[int]
+    SHM_LANE_FIELD_NUMBER: _ClassVar[int]
     START_BATCH_FIELD_NUMBER: _ClassVar[int]
     START_EPOCH_FIELD_NUMBER: _ClassVar[int]
     START_OFFSET_FIELD_NUMBER: _ClassVar[int]
@@ -247,13 +248,14 @@ class Open(_message.Message):
     on_demand: bool
     rank: int
     seed: int
+    shm_lane: bool
     start_batch: int
     start_epoch: int
     start_offset: int
     transport: Transport
     values_on_client: bool
     world: int
-    def __init__(self, dataset: _Optional[str] = ..., rank: _Optional[int] = ..., world: _Optional[int] = ..., batch_size: _Optional[int] = ..., seed: _Optional[int] = ..., no_shuffle: bool = ..., drop_last: bool = ..., drop_last_batch: bool = ..., start_epoch: _Optional[int] = ..., start_batch: _Optional[int] = ..., epochs: _Optional[int] = ..., augment: _Optional[str] = ..., dtype: _Optional[_Union[DType, str]] = ..., layout: _Optional[_Union[Layout, str]] = ..., transport: _Optional[_Union[Transport, str]] = ..., max_in_flight: _Optional[int] = ..., include_params: bool = ..., client_name: _Optional[str] = ..., on_demand: bool = ..., values_on_client: bool = ..., start_offset: _Optional[int] = ...) -> None: ...
+    def __init__(self, dataset: _Optional[str] = ..., rank: _Optional[int] = ..., world: _Optional[int] = ..., batch_size: _Optional[int] = ..., seed: _Optional[int] = ..., no_shuffle: bool = ..., drop_last: bool = ..., drop_last_batch: bool = ..., start_epoch: _Optional[int] = ..., start_batch: _Optional[int] = ..., epochs: _Optional[int] = ..., augment: _Optional[str] = ..., dtype: _Optional[_Union[DType, str]] = ..., layout: _Optional[_Union[Layout, str]] = ..., transport: _Optional[_Union[Transport, str]] = ..., max_in_flight: _Optional[int] = ..., include_params: bool = ..., client_name: _Optional[str] = ..., on_demand: bool = ..., values_on_client: bool = ..., start_offset: _Optional[int] = ..., shm_lane: bool = ...) -> None: ...
 
 class SampleNamesRequest(_message.Message):
     __slots__ = ["count", "dataset", "start"]
@@ -290,8 +292,9 @@ class ShmRef(_message.Message):
     def __init__(self, slot: _Optional[int] = ..., generation: _Optional[int] = ..., offset: _Optional[int] = ..., length: _Optional[int] = ...) -> None: ...
 
 class ShmRegion(_message.Message):
-    __slots__ = ["fd_socket", "locked", "path", "size", "slot_count", "slot_size", "token"]
+    __slots__ = ["fd_socket", "lane", "locked", "path", "size", "slot_count", "slot_size", "token"]
     FD_SOCKET_FIELD_NUMBER: _ClassVar[int]
+    LANE_FIELD_NUMBER: _ClassVar[int]
     LOCKED_FIELD_NUMBER: _ClassVar[int]
     PATH_FIELD_NUMBER: _ClassVar[int]
     SIZE_FIELD_NUMBER: _ClassVar[int]
@@ -299,13 +302,14 @@ class ShmRegion(_message.Message):
     SLOT_SIZE_FIELD_NUMBER: _ClassVar[int]
     TOKEN_FIELD_NUMBER: _ClassVar[int]
     fd_socket: str
+    lane: bool
     locked: bool
     path: str
     size: int
     slot_count: int
     slot_size: int
     token: bytes
-    def __init__(self, path: _Optional[str] = ..., size: _Optional[int] = ..., slot_size: _Optional[int] = ..., slot_count: _Optional[int] = ..., locked: bool = ..., fd_socket: _Optional[str] = ..., token: _Optional[bytes] = ...) -> None: ...
+    def __init__(self, path: _Optional[str] = ..., size: _Optional[int] = ..., slot_size: _Optional[int] = ..., slot_count: _Optional[int] = ..., locked: bool = ..., fd_socket: _Optional[str] = ..., token: _Optional[bytes] = ..., lane: bool = ...) -> None: ...
 
 class StreamHeader(_message.Message):
     __slots__ = ["augment", "batch_mix", "batch_size", "batches_per_epoch", "dataset_size", "dtype", "epoch_samples", "field_names", "fingerprint", "layout", "max_in_flight", "multi_label", "num_classes", "on_demand", "sample_bytes", "sample_shape", "samples_per_epoch", "shm", "start_batch", "start_epoch", "start_offset", "transport", "value_dtype", "value_table"]
