@@ -36,6 +36,12 @@ class Frame:
     """One batch reference read from the lane."""
     __slots__ = ("seq", "epoch", "index", "n", "slot", "offset", "length", "indices", "labels", "extra")
 
+    def __init__(self, seq, epoch, index, n, slot, offset, length, indices, labels, extra):
+        self.seq, self.epoch, self.index, self.n = seq, epoch, index, n
+        self.slot, self.offset, self.length = slot, offset, length
+        self.indices, self.labels = indices, labels  # int64 tensors of n
+        self.extra = extra  # the serialized rest (bytes), or None
+
 
 class Lane:
     """The client's end of a stream's lane. Not safe for concurrent use."""
@@ -91,11 +97,10 @@ class Lane:
         if not self._fill(extra_at + extra):
             return None
         base = self._start  # _fill may have moved the frame
-        f = Frame()
-        f.seq, f.epoch, f.index, f.n, f.slot, f.offset, f.length = seq, epoch, index, n, slot, offset, length
-        f.indices = torch.frombuffer(self._buf, dtype=torch.int64, count=n, offset=base + _HEAD.size).clone()
-        f.labels = torch.frombuffer(self._buf, dtype=torch.int32, count=n, offset=base + labels_at).to(torch.int64)
-        f.extra = bytes(self._buf[base + extra_at:base + extra_at + extra]) if extra else None
+        f = Frame(seq, epoch, index, n, slot, offset, length,
+                  torch.frombuffer(self._buf, dtype=torch.int64, count=n, offset=base + _HEAD.size).clone(),
+                  torch.frombuffer(self._buf, dtype=torch.int32, count=n, offset=base + labels_at).to(torch.int64),
+                  bytes(self._buf[base + extra_at:base + extra_at + extra]) if extra else None)
         self._start = base + extra_at + extra
         if self._start == self._end:
             self._start = self._end = 0

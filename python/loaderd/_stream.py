@@ -498,10 +498,10 @@ class Session:
                 raise Error(f"loaderd: all {self.window} batches of the window are held by the iterator; "
                             "release one (raise prefetch, or hold fewer)")
         t0 = time.monotonic_ns()
-        if self._lane is not None:
+        if self._lane is not None and self.region is not None:
             if self._lane_end:
                 return None
-            return self._next_lane(t0)
+            return self._next_lane(self._lane, self.region, t0)
         try:
             reply, late = self._reply()
         except StopIteration:
@@ -535,7 +535,7 @@ class Session:
                 self.failed = err
                 self._let_go()
                 raise from_rpc(err, f"stream (batch {b.seq} arrived after it ended)", self.address)
-            images = self._shm_images(rec, b.shm.slot, b.shm.offset, b.shm.length, length, shape)
+            images = self._shm_images(self.region, rec, b.shm.slot, b.shm.offset, b.shm.length, length, shape)
         elif which == "data" and self._ring is not None and self.region is None:
             if len(b.data) != length:
                 raise ProtocolError(f"loaderd: batch {b.seq} carries {len(b.data)} bytes, want {length}")
@@ -547,17 +547,17 @@ class Session:
                                 f"{'shm' if self.region is not None else 'inline'} stream")
         return self._batch(b.seq, b.epoch, b.batch_index, images, _long(b.labels), _long(b.indices), b)
 
-    def _shm_images(self, rec, slot, offset, length, want, shape):
+    def _shm_images(self, region, rec, slot, offset, length, want, shape):
         """A batch's tensor in the region: a view, or with pin=True and CUDA
         a copy in a page-locked buffer (the slot then goes back at once)."""
         if length != want:
             raise ProtocolError(f"loaderd: batch {rec.seq} is {length} bytes in shared memory, want {want}")
-        images, rec.ref = self.region.view(slot, offset, length, self.dtype, shape)
+        images, rec.ref = region.view(slot, offset, length, self.dtype, shape)
         if self._ring is not None:  # pin=True with CUDA: copy into a page-locked buffer
             buf = self._bufs[rec.seq] = self._ring.take()
             ctypes.memmove(buf.addr, images.data_ptr(), length)
             del images
-            self.region.finish(rec.ref, force=False)
+            region.finish(rec.ref, force=False)
             self._ack(rec)  # the daemon's slot is free; the buffer is ours
             images = buf.view(length, self.dtype, shape)
         return images
@@ -573,9 +573,9 @@ class Session:
         return Batch(self, seq, epoch, index, images, labels, indices, params, mix, soft,
                      fields_of(self.header, b, n), targets_of(self.header, b, images.device, n))
 
-    def _next_lane(self, t0):
+    def _next_lane(self, lane, region, t0):
         """next() on a stream whose batches come over the lane."""
-        f = self._lane.next()
+        f = lane.next()
         if f is _lane.END:
             self._lane_end = True
             return None
@@ -592,7 +592,8 @@ class Session:
         rec = _Rec(f.seq, time.monotonic_ns() - t0)
         self._recs[f.seq] = rec
         shape = (f.n,) + self.sample_shape
-        images = self._shm_images(rec, f.slot, f.offset, f.length, self._esize * f.n * self._sample_elems, shape)
+        want = self._esize * f.n * self._sample_elems
+        images = self._shm_images(region, rec, f.slot, f.offset, f.length, want, shape)
         if f.extra is None and self._values is None and not self._needs_extra:
             return Batch(self, f.seq, f.epoch, f.index, images, f.labels, f.indices, None)
         rest = _NO_EXTRA
