@@ -2,7 +2,7 @@
 """The Python client against the Go client, same daemon, same stream:
 what the PyTorch user gives up by reading batches from Python.
 
-    /usr/bin/python3 python/examples/compare_go.py [--trainer BIN] [--loaderd BIN] [--transport shm]
+    /usr/bin/python3 python/examples/compare_go.py [--trainer BIN] [--loaderd BIN] [--transport shm] [--grpc-too]
 
 One loaderd (2 workers, the classic CIFAR recipe to float32, batch 256)
 serves the CIFAR-10 training images as CIFAR binary files, decoded from
@@ -11,8 +11,15 @@ In turns, --repeats times: `trainer consume` (the Go client, a process of
 its own) reads --epochs epochs, then this process reads the same epochs
 through loaderd.Dataset. Both rates count every image from the stream's
 open to its end, as `trainer consume` reports them, and the medians and
-their ratio are printed. The turns share one machine at one time, so a VM
-whose speed drifts moves both.
+their ratio are printed, with each round's ratio and their median. The
+turns share one machine at one time, so a VM whose speed drifts moves both.
+
+Both clients get the same window of unacknowledged batches (--window, the
+Go client's default of 8; the Python client's prefetch is the window less
+its held batch and the one a loop variable keeps). Over shared memory the
+Python client takes its batches over the lane (ShmRegion.lane); with
+--grpc-too a third turn reads them from gRPC messages as before the lane
+(LOADERD_SHM_LANE=0), for the difference in the same run.
 """
 
 import argparse
@@ -42,14 +49,16 @@ def trainer_binary(workdir, given):
 
 def go_rate(args, trainer, address):
     out = subprocess.run([trainer, "consume", "--addr", address, "--dataset", "c10", "--batch", str(args.batch),
-                          "--epochs", str(args.epochs), "--seed", "1", "--transport", args.transport, "--json"],
+                          "--epochs", str(args.epochs), "--seed", "1", "--transport", args.transport,
+                          "--prefetch", str(args.window), "--json"],
                          capture_output=True, text=True, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])["images_per_s"]
 
 
-def python_rate(args, address):
+def python_rate(args, address, lane=True):
+    os.environ["LOADERD_SHM_LANE"] = "1" if lane else "0"
     ds = loaderd.Dataset(address, "c10", args.batch, seed=1, epochs=args.epochs, transport=args.transport,
-                         **({"prefetch": args.prefetch} if args.prefetch else {}))
+                         prefetch=args.window - 2, hold=1)
     n, t0 = 0, time.perf_counter()
     for _, y in ds:  # iter() opens the stream: timed from there, as the Go client's rate is
         n += len(y)
@@ -68,27 +77,39 @@ def main():
     ap.add_argument("--batch", type=int, default=256)
     ap.add_argument("--epochs", type=int, default=4, help="epochs per timed run")
     ap.add_argument("--repeats", type=int, default=5)
-    ap.add_argument("--prefetch", type=int, default=0, help="the Python client's prefetch (default its own)")
+    ap.add_argument("--window", type=int, default=8, help="unacknowledged batches, both clients (default 8)")
+    ap.add_argument("--grpc-too", action="store_true", help="also time the Python client without the lane")
     ap.add_argument("--json")
     args = ap.parse_args()
     workdir = args.workdir or common.default_workdir("loaderd-compare")
     bindir, _ = common.prepare(workdir, args.tar)
     trainer = trainer_binary(workdir, args.trainer)
-    go, py = [], []
+    if args.window < 3:
+        ap.error("--window must be at least 3")
+    go, py, old = [], [], []
     with common.daemon(workdir, {"c10": f"cifar:{bindir}"}, binary=args.loaderd) as d:
         python_rate(args, d.address)  # warm: page cache, the daemon's first fill
         for r in range(args.repeats):
             go.append(go_rate(args, trainer, d.address))
             py.append(python_rate(args, d.address))
-            print(f"  round {r + 1}: Go {go[-1]:,.0f} images/s, Python {py[-1]:,.0f} ({py[-1] / go[-1]:.2f})",
-                  flush=True)
+            line = f"  round {r + 1}: Go {go[-1]:,.0f} images/s, Python {py[-1]:,.0f} ({py[-1] / go[-1]:.2f})"
+            if args.grpc_too:
+                old.append(python_rate(args, d.address, lane=False))
+                line += f", Python without the lane {old[-1]:,.0f} ({old[-1] / go[-1]:.2f})"
+            print(line, flush=True)
     g, p = statistics.median(go), statistics.median(py)
-    print(f"\n{args.transport}, batch {args.batch}, {args.epochs} epochs a run, medians of {args.repeats}: "
-          f"Go client {g:,.0f} images/s, Python client {p:,.0f} images/s; Python / Go = {p / g:.2f} "
-          f"({os.cpu_count()} CPUs)")
+    per_round = statistics.median(b / a for a, b in zip(go, py))
+    print(f"\n{args.transport}, batch {args.batch}, window {args.window}, {args.epochs} epochs a run, medians of "
+          f"{args.repeats}: Go client {g:,.0f} images/s, Python client {p:,.0f} images/s; Python / Go = {p / g:.2f} "
+          f"(median of the rounds' ratios {per_round:.2f}; {os.cpu_count()} CPUs)")
+    if old:
+        o = statistics.median(old)
+        print(f"without the lane: Python client {o:,.0f} images/s; Python / Go = {o / g:.2f} "
+              f"(median of the rounds' ratios {statistics.median(b / a for a, b in zip(go, old)):.2f})")
     if args.json:
         with open(args.json, "w") as f:
-            json.dump(dict(go=go, python=py, ratio=p / g, transport=args.transport, batch=args.batch), f, indent=1)
+            json.dump(dict(go=go, python=py, python_grpc=old, ratio=p / g, round_ratio=per_round,
+                           transport=args.transport, batch=args.batch, window=args.window), f, indent=1)
 
 
 if __name__ == "__main__":
