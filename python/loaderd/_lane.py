@@ -50,17 +50,24 @@ class Lane:
     # another thread interrupts nothing, and is seen when the wait ends.
     POLL = 0.5
 
-    def __init__(self, sock, max_n, max_extra):
+    def __init__(self, sock, max_n, max_extra, window=2):
         self._sock = sock
         sock.settimeout(self.POLL)
         self._max_n, self._max_extra = max_n, max_extra
         self._buf = bytearray(1 << 16)
         self._start = self._end = 0  # buffered, unparsed bytes: _buf[_start:_end]
+        # Acks wait here until the next read from the socket, or until half
+        # the window is waiting: each write wakes the daemon's reader, and
+        # a read that finds frames buffered needs no new ones yet.
+        self._acks = []
+        self._flush_at = max(1, window // 2)
         self.closed = False
 
     def _fill(self, need):
         """Buffer at least need bytes past _start; False at EOF first."""
         while self._end - self._start < need:
+            if self._acks:
+                self.flush()
             if len(self._buf) - self._start < need:  # move the rest to the front, grow if need be
                 rest = self._end - self._start
                 self._buf[:rest] = self._buf[self._start:self._end]
@@ -107,18 +114,28 @@ class Lane:
         return f
 
     def ack(self, seq, wait_ns):
-        """Hand batch seq back; a lane the daemon closed takes nothing (its
-        stream is over, and the next read says so)."""
-        if self.closed:
+        """Hand batch seq back: at the next read, or now if half the window
+        waits (see __init__)."""
+        self._acks.append(_ACK.pack(seq, max(0, wait_ns)))
+        if len(self._acks) >= self._flush_at:
+            self.flush()
+
+    def flush(self):
+        """Send the acks waiting; a lane the daemon closed takes nothing
+        (its stream is over, and the next read says so)."""
+        acks, self._acks = self._acks, []
+        if self.closed or not acks:
             return
         try:
-            self._sock.sendall(_ACK.pack(seq, max(0, wait_ns)))
+            self._sock.sendall(b"".join(acks))
         except OSError:
             pass
 
     def close(self):
-        """Close this process's end; in a forked child, only the child's
-        descriptor (the parent's lane stays open)."""
+        """Close this process's end, dropping acks not yet sent (flush
+        first to send them); in a forked child, only the child's descriptor
+        (the parent's lane stays open, and the acks it copied are the
+        parent's to send)."""
         if not self.closed:
             self.closed = True
             self._sock.close()

@@ -436,7 +436,7 @@ class Session:
             if h.transport == pb.TRANSPORT_SHM:
                 self.region = Region(h.shm, address)
                 if self.region.lane_socket is not None:
-                    self._lane = _lane.Lane(self.region.lane_socket, int(h.batch_size), _MAX_EXTRA)
+                    self._lane = _lane.Lane(self.region.lane_socket, int(h.batch_size), _MAX_EXTRA, self.window)
                 if self._cuda:
                     # Batches are copied into page-locked buffers of the
                     # client's own: DMA to the device, and the daemon's slot
@@ -701,6 +701,7 @@ class Session:
         self.closed = True
         _sessions.discard(self)
         if self._lane is not None:
+            self._lane.flush()  # the waits they carry reach the daemon's metrics
             self._lane.close()
         # Acks still queued carry the caller's waits to the daemon's
         # metrics: give gRPC's request thread a moment to take them.

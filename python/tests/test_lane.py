@@ -127,3 +127,30 @@ def test_lane_daemon_killed(binary, data, tmp_path):
         ds.close()
     finally:
         d.stop()
+
+
+def test_lane_acks_wait_for_a_read_or_half_the_window():
+    a, b = socket.socketpair()
+    with a, b:
+        lane = _lane.Lane(b, max_n=8, max_extra=0, window=4)
+        a.setblocking(False)
+
+        def sent():
+            try:
+                data = a.recv(1 << 10)
+            except BlockingIOError:
+                return []
+            return [struct.unpack_from("<QQ", data, k)[0] for k in range(0, len(data), 16)]
+
+        lane.ack(1, 10)
+        assert sent() == []  # one of a window of 4: waits
+        lane.ack(2, 10)
+        assert sent() == [1, 2]  # half the window: sent
+        lane.ack(3, -5)  # a negative wait goes as 0
+        assert sent() == []
+        a.sendall(_frame(0, 2))
+        f = lane.next()  # the read sends what waits first
+        assert f.seq == 0 and sent() == [3]
+        lane.ack(4, 0)
+        lane.close()  # a closed lane drops what waits: a forked child's copy is its parent's
+        assert sent() == []
