@@ -323,3 +323,25 @@ func TestShmLaneRefusals(t *testing.T) {
 		ends(st, codes.DeadlineExceeded, "did not attach")
 	})
 }
+
+// TestShmLaneUnread: a client that attaches its lane and never reads it
+// blocks the daemon's frame writes once the socket's buffer is full; the
+// stream's cancellation still ends the stream, and frees what it held.
+func TestShmLaneUnread(t *testing.T) {
+	srv, addr, fdPath := laneServer(t, 100000, 5*time.Second)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	// Frames of 4096 samples are 48 KiB: a window of 8 is more than a
+	// Unix socket buffers (~200 KiB).
+	_, h := laneStream(t, ctx, addr, &pb.Open{Dataset: "synth", BatchSize: 4096, MaxInFlight: 8,
+		Transport: pb.Transport_TRANSPORT_SHM, ShmLane: true, Augment: "out=u8:hwc"})
+	l, err := attachLane(fdPath, h.GetShm().GetToken())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.close()
+	waitFor(t, func() bool { return gauge(t, srv, "loaderd_batches_in_flight") >= 3 })
+	time.Sleep(300 * time.Millisecond) // the daemon fills the socket and blocks
+	cancel()
+	waitFor(t, func() bool { return gauge(t, srv, "loaderd_streams") == 0 })
+}

@@ -145,6 +145,13 @@ func (s *Server) Stream(st pb.Loader_StreamServer) (err error) {
 	headed = true
 	ctx, cancel := context.WithCancel(st.Context())
 	defer cancel()
+	if ss.lane != nil {
+		// A client that stops reading its lane blocks a frame's write once
+		// the socket's buffer is full (a batch's fields can be MiBs): the
+		// stream's end, or the server's stop, closes the lane under it.
+		stop := context.AfterFunc(ctx, ss.lane.close)
+		defer stop()
+	}
 	go func() {
 		select {
 		case <-s.stopping:
