@@ -1,6 +1,7 @@
 package pinned
 
 import (
+	"context"
 	"runtime"
 	"testing"
 
@@ -64,7 +65,7 @@ func TestLazyPrefault(t *testing.T) {
 		if got := writeFaults(t, p.mem[:len(p.mem)/2]); got < pages/4 {
 			t.Errorf("%+v: %d faults writing %d pages of a lazy pool, want ~one a page: New touched them", cfg, got, pages/2)
 		}
-		s, err := p.Lease(nil) // a slot written before Prefault: its data must stay
+		s, err := p.Lease(context.Background()) // a slot written before Prefault: its data must stay
 		if err != nil {
 			t.Fatal(err)
 		}
