@@ -8,8 +8,8 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -31,12 +31,7 @@ import (
 // address and the hand-over socket's path.
 func laneServer(t *testing.T, n int64, ackTimeout time.Duration) (*Server, string, string) {
 	t.Helper()
-	dir, err := os.MkdirTemp("", "lane-") // short: a socket path has ~108 bytes
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	fdPath := filepath.Join(dir, "s.fd")
+	fdPath := filepath.Join(shortTemp(t), "s.fd")
 	srv, err := New(Options{Workers: 2, Logger: slog.New(slog.DiscardHandler), AckTimeout: ackTimeout, FdSocket: fdPath},
 		&Dataset{Name: "synth", Spec: "synthetic", Source: synthetic.New(n, 0)})
 	if err != nil {
@@ -232,22 +227,10 @@ func TestShmLane(t *testing.T) {
 	}
 	for i := range want {
 		w, g := want[i], got[i]
-		if g.epoch != w.epoch || g.index != w.index || g.sum != w.sum || !equalInts(g.indices, w.indices) || !equalInts(g.labels, w.labels) {
+		if g.epoch != w.epoch || g.index != w.index || g.sum != w.sum || !slices.Equal(g.indices, w.indices) || !slices.Equal(g.labels, w.labels) {
 			t.Fatalf("batch %d differs: lane (%d,%d), inline (%d,%d)", i, g.epoch, g.index, w.epoch, w.index)
 		}
 	}
-}
-
-func equalInts[T int32 | int64](a, b []T) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // TestShmLaneRefusals: a lane is one connection, for a stream that asked
