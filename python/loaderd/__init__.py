@@ -18,7 +18,7 @@ docs/PYTORCH.md for the whole picture.
 from ._env import local_rank, rank_world
 from ._errors import Error, ProtocolError, UnreachableError
 from ._rpc import DatasetInfo, channel, list_datasets, sample_names
-from ._stream import Batch, Mix, Params
+from ._batch import Batch, Mix, Params
 from .dataset import BatchIterator, Dataset, eval_augment
 from .serve import Daemon, find_binary, serve
 

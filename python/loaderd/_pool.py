@@ -28,6 +28,7 @@ import numpy as np
 import torch
 
 from . import _address, _fields, _stream, _values
+from ._batch import Batch, _long, mix_of, params_of
 from ._errors import Error, ProtocolError
 from ._poolmember import Numbering, code, same_stream, why
 from ._poolsched import WINDOW, Scheduler
@@ -171,13 +172,13 @@ class PoolSession:
         images = buf.view(length, self.dtype, shape)
         if self._values is not None:
             images = self._values(images)
-        params = _stream.params_of(a.params) if a.params is not None else None
-        labels = _stream._long(a.labels)
-        mix, soft = _stream.mix_of(self.header, a.mix, labels, images.device)
+        params = params_of(a.params) if a.params is not None else None
+        labels = _long(a.labels)
+        mix, soft = mix_of(self.header, a.mix, labels, images.device)
         fields = targets = None
         if a.msg is not None:
             fields, targets = _fields.fields_of(self.header, a.msg), _fields.targets_of(self.header, a.msg, images.device)
-        return _stream.Batch(self, k, a.epoch, a.index, images, labels, _stream._long(a.indices), params, mix, soft,
+        return Batch(self, k, a.epoch, a.index, images, labels, _long(a.indices), params, mix, soft,
                              fields, targets)
 
     def release(self, seq):

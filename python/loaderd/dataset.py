@@ -17,9 +17,10 @@ import torch
 
 from . import _address, _creds, _fork, _get, _pool, _rpc, _shm, _stream, _values
 from .serve import after_fork as _serve_after_fork, stop_all as _serve_stop_all  # loaderd.serve is also a function
+from ._batch import Batch
 from ._env import rank_world
 from ._errors import Error, ProtocolError
-from ._stream import Batch, Session, close_all
+from ._stream import Session, close_all
 from .v1 import loader_pb2 as pb
 from .v1 import loader_pb2_grpc as pb_grpc
 
