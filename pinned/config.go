@@ -21,12 +21,7 @@ type Config struct {
 	Slots    int  // number of slots
 	Shared   bool // back the region with a memfd another process can map
 	NoLock   bool // do not try mlock
-	// Lazy maps the region without touching it: no page is faulted in or
-	// locked until Pool.Prefault. For a pool that may never be used (a
-	// daemon's stream whose client has not answered yet: a flood's stream
-	// would otherwise cost the pre-faulting of its whole window).
-	Lazy bool
-	Name string
+	Name     string
 }
 
 // pageSize is the granularity slots are rounded to.

@@ -23,17 +23,15 @@ var (
 const protRW = unix.PROT_READ | unix.PROT_WRITE
 
 // mapMem maps size bytes, pre-faulted (see prefault) so no first-touch page
-// fault lands on the hot path, unless lazy. With shared, the memory is a
-// sealed memfd whose descriptor is returned in f.
-func mapMem(size int, shared, lazy bool, name string) (b []byte, f *os.File, err error) {
+// fault lands on the hot path. With shared, the memory is a sealed memfd
+// whose descriptor is returned in f.
+func mapMem(size int, shared bool, name string) (b []byte, f *os.File, err error) {
 	if !shared {
 		b, err = unix.Mmap(-1, 0, size, protRW, unix.MAP_SHARED|unix.MAP_ANONYMOUS)
 		if err != nil {
 			return nil, nil, fmt.Errorf("pinned: mmap %d bytes: %w", size, err)
 		}
-		if !lazy {
-			prefault(b, true, true)
-		}
+		prefault(b, true, true)
 		return b, nil, nil
 	}
 	fd, err := unix.MemfdCreate(name, unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
@@ -61,15 +59,9 @@ func mapMem(size int, shared, lazy bool, name string) (b []byte, f *os.File, err
 		f.Close()
 		return nil, nil, fmt.Errorf("pinned: seal memfd: %w", err)
 	}
-	if !lazy {
-		prefault(b, true, true)
-	}
+	prefault(b, true, true)
 	return b, f, nil
 }
-
-// prefaultMem pre-faults a lazy pool's region (see Pool.Prefault); fresh
-// says nothing was written into it yet.
-func prefaultMem(b []byte, fresh bool) { prefault(b, true, fresh) }
 
 // faultSink keeps prefault's reads from being optimised away.
 var faultSink atomic.Uint32

@@ -21,7 +21,7 @@ var (
 	munlockFn = func([]byte) error { return nil }
 )
 
-func mapMem(size int, shared, lazy bool, name string) ([]byte, *os.File, error) {
+func mapMem(size int, shared bool, name string) ([]byte, *os.File, error) {
 	if shared {
 		return nil, nil, fmt.Errorf("pinned: shared memory on %s: %w", runtime.GOOS, errors.ErrUnsupported)
 	}
@@ -30,27 +30,11 @@ func mapMem(size int, shared, lazy bool, name string) ([]byte, *os.File, error) 
 	raw := make([]byte, size+pageSize)
 	off := (pageSize - int(uintptr(unsafe.Pointer(&raw[0]))%uintptr(pageSize))) % pageSize
 	b := raw[off : off+size : off+size]
-	if !lazy {
-		prefaultMem(b, true)
+	for i := 0; i < len(b); i += pageSize {
+		b[i] = 0 // fault every page in now, not on the hot path
 	}
 	return b, nil, nil
 }
-
-// prefaultMem faults every page of b in now, not on the hot path; fresh
-// says nothing was written into b yet (it is zeros, and may be written).
-func prefaultMem(b []byte, fresh bool) {
-	var sum byte
-	for i := 0; i < len(b); i += pageSize {
-		if fresh {
-			b[i] = 0
-		} else {
-			sum += b[i]
-		}
-	}
-	faultSink = sum
-}
-
-var faultSink byte // keeps prefaultMem's reads
 
 func unmapMem([]byte) error { return nil }
 

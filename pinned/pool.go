@@ -23,8 +23,7 @@ type Pool struct {
 	slotSize int
 	n        int
 	shared   bool
-	noLock   bool
-	locked   atomic.Bool
+	locked   bool
 	mem      []byte
 	file     *os.File // memfd; nil unless shared
 
@@ -42,9 +41,6 @@ type Pool struct {
 	releases atomic.Uint64
 	waits    atomic.Uint64
 
-	prefaultOnce sync.Once
-	prefaulted   atomic.Bool
-
 	closeMu   sync.Mutex
 	unmapOnce sync.Once
 	unmapErr  error
@@ -61,7 +57,7 @@ func New(cfg Config) (*Pool, error) {
 	if name == "" {
 		name = "loaderd"
 	}
-	mem, f, err := mapMem(int(total), cfg.Shared, cfg.Lazy, name)
+	mem, f, err := mapMem(int(total), cfg.Shared, name)
 	if err != nil {
 		return nil, err
 	}
@@ -70,7 +66,6 @@ func New(cfg Config) (*Pool, error) {
 		slotSize: int(slot),
 		n:        cfg.Slots,
 		shared:   cfg.Shared,
-		noLock:   cfg.NoLock,
 		mem:      mem,
 		file:     f,
 		state:    make([]atomic.Uint64, cfg.Slots),
@@ -78,14 +73,8 @@ func New(cfg Config) (*Pool, error) {
 		free:     make(chan int32, cfg.Slots),
 		done:     make(chan struct{}),
 	}
-	if cfg.Lazy {
-		p.prefaulted.Store(false)
-	} else {
-		p.prefaulted.Store(true)
-		p.prefaultOnce.Do(func() {})
-		if !cfg.NoLock {
-			p.locked.Store(lockMem(mem, name))
-		}
+	if !cfg.NoLock {
+		p.locked = lockMem(mem, name)
 	}
 	for i := 0; i < p.n; i++ {
 		off := i * p.slotSize
@@ -98,26 +87,6 @@ func New(cfg Config) (*Pool, error) {
 	}
 	return p, nil
 }
-
-// Prefault faults in, and unless Config.NoLock locks, the region of a
-// pool made with Config.Lazy, once; on any other pool it does nothing. Call
-// it before the first Lease, or the first writes pay the page faults.
-func (p *Pool) Prefault() {
-	p.prefaultOnce.Do(func() {
-		if p.unmapped.Load() {
-			return
-		}
-		prefaultMem(p.mem, p.leases.Load() == 0)
-		if !p.noLock {
-			p.locked.Store(lockMem(p.mem, p.name))
-		}
-		p.prefaulted.Store(true)
-	})
-}
-
-// Prefaulted reports whether the region is faulted in (a Lazy pool's once
-// Prefault ran).
-func (p *Pool) Prefaulted() bool { return p.prefaulted.Load() }
 
 // Lease returns a free slot, blocking until one is released, ctx is done
 // (the error wraps ctx.Err()) or the pool is closed (ErrClosed). A nil ctx
@@ -282,7 +251,7 @@ func (p *Pool) unmap() error {
 
 // Locked reports whether the region is mlocked (page-locked). False means
 // pageable memory: NoLock was set or mlock failed.
-func (p *Pool) Locked() bool { return p.locked.Load() }
+func (p *Pool) Locked() bool { return p.locked }
 
 // Shared reports whether the region is a memfd another process can map.
 func (p *Pool) Shared() bool { return p.shared }
@@ -340,7 +309,7 @@ func (p *Pool) Stats() Stats {
 		Slots:      p.n,
 		SlotsInUse: int(p.use.Load() &^ closedBit),
 		SlotSize:   int64(p.slotSize),
-		Locked:     p.locked.Load(),
+		Locked:     p.locked,
 		Shared:     p.shared,
 		Leases:     p.leases.Load(),
 		Releases:   p.releases.Load(),
@@ -348,7 +317,7 @@ func (p *Pool) Stats() Stats {
 	}
 	if !p.unmapped.Load() {
 		s.BytesMapped = int64(p.Size())
-		if p.locked.Load() {
+		if p.locked {
 			s.BytesLocked = s.BytesMapped
 		}
 	}

@@ -1,7 +1,6 @@
 package pinned
 
 import (
-	"context"
 	"runtime"
 	"testing"
 
@@ -49,38 +48,4 @@ func writeFaults(t *testing.T, b []byte) int64 {
 		t.Fatal(err)
 	}
 	return after.Minflt - before.Minflt
-}
-
-// TestLazyPrefault: a Lazy pool's New touches nothing (writing its pages
-// faults each, as over a bare mapping), Prefault then leaves no fault for
-// the hot path, and a Prefault after slots were written keeps their data.
-func TestLazyPrefault(t *testing.T) {
-	const pages = 1024
-	for _, shared := range []bool{false, true} {
-		cfg := Config{SlotSize: pages / 4 * pageSize, Slots: 4, NoLock: true, Shared: shared, Lazy: true}
-		p := newPool(t, cfg)
-		if p.Prefaulted() {
-			t.Fatalf("%+v: prefaulted before Prefault", cfg)
-		}
-		if got := writeFaults(t, p.mem[:len(p.mem)/2]); got < pages/4 {
-			t.Errorf("%+v: %d faults writing %d pages of a lazy pool, want ~one a page: New touched them", cfg, got, pages/2)
-		}
-		s, err := p.Lease(context.Background()) // a slot written before Prefault: its data must stay
-		if err != nil {
-			t.Fatal(err)
-		}
-		b := s.Bytes()
-		b[len(b)-1] = 42
-		p.Prefault()
-		if !p.Prefaulted() {
-			t.Fatalf("%+v: not prefaulted after Prefault", cfg)
-		}
-		if b[len(b)-1] != 42 || p.mem[0] != 1 {
-			t.Fatalf("%+v: Prefault changed what was written", cfg)
-		}
-		s.Release()
-		if got := writeFaults(t, p.mem[len(p.mem)/2:]); got > pages/20 {
-			t.Errorf("%+v: %d faults writing %d pages after Prefault, want ~0", cfg, got, pages/2)
-		}
-	}
 }

@@ -45,12 +45,8 @@ const connUnprovenBytes = 256 << 20
 // sooner, as loaderd's clients do at once (an empty Ack): a rapid-reset
 // flood's streams that get as far as a header are dropped within it, at
 // no cost to the workers. A client that does not answer (an older one)
-// waits this once, at the stream's start. 25 ms was too short: under a
-// flood an attacker's resets reach the daemon tens of milliseconds after
-// its Opens, and each stream widened meanwhile made a window of batches
-// nobody read (TestRapidResetFlood: 67-86% of the quiet rate with 25 ms,
-// 81-92% with 250 ms, on the same code otherwise).
-const creditWindow = 250 * time.Millisecond
+// waits this once, at the stream's start.
+const creditWindow = 25 * time.Millisecond
 
 // tapStreams is the gRPC servers' InTapHandle: it runs on the connection's
 // reader for every new stream, so it must be quick.

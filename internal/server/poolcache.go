@@ -69,12 +69,7 @@ func (c *poolCache) get(slotSize, slots int, shared bool) (*pinned.Pool, error) 
 			return nil, fmt.Errorf("batch memory of %d slots of %s: %w", slots, bytesize.Format(int64(slotSize)), err)
 		}
 	}
-	// An inline stream's pool is mapped lazily and pre-faulted only when
-	// its client answers (Pool.Prefault, see Stream): pre-faulting costs
-	// ~1 ms of CPU per MiB here, which a flood's streams, reset unanswered,
-	// would otherwise take from every stream that is served. A shared
-	// pool's header says whether it is locked, so it is made whole now.
-	p, err := pinned.New(pinned.Config{SlotSize: slotSize, Slots: slots, Shared: shared, Lazy: !shared, Name: "loaderd-stream"})
+	p, err := pinned.New(pinned.Config{SlotSize: slotSize, Slots: slots, Shared: shared, Name: "loaderd-stream"})
 	if err != nil {
 		c.budget.release(memStream, need)
 		return nil, err

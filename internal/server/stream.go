@@ -111,21 +111,9 @@ func (s *Server) Stream(st pb.Loader_StreamServer) (err error) {
 	}
 	s.metrics.slotsLeased.Add(float64(pool.Slots()))
 	ss := newSession(s, st, p, pool, l, m, cut(o.GetClientName(), 64))
-	// The workers start, and the pool is faulted in, once the client
-	// answers: a flood's streams, reset unanswered, cost neither.
-	prefault := sync.OnceFunc(pool.Prefault)
-	ss.proven = func() {
-		proven()
-		if st.Context().Err() == nil { // not reset meanwhile
-			prefault()
-		}
-		l.Widen()
-	}
+	ss.proven = func() { proven(); l.Widen() }
 	// A client may hold several batches before its first Ack: a stream
-	// still open creditWindow after its header is no flood's either. It
-	// starts without the pre-faulting, which waits for an answer: under a
-	// flood, a reset can arrive later than that, and the workers' writes
-	// fault in only the slots a batch takes.
+	// still open creditWindow after its header is no flood's either.
 	widen := time.AfterFunc(creditWindow, l.Widen)
 	defer widen.Stop()
 	s.metrics.streams.Inc()
