@@ -221,10 +221,17 @@ func (t laneTransport) send(msg *pb.Batch, b *loader.Batch) error {
 }
 
 // finish writes the end frame: the stream is over and every batch acked.
+// A lane never attached (the client half-closed first) has no one to tell.
 func (ln *lane) finish() error {
+	ln.mu.Lock()
+	c := ln.conn
+	ln.mu.Unlock()
+	if c == nil {
+		return nil
+	}
 	f := (&laneHeader{}).append(ln.frame[:0], laneEnd, 0)
 	ln.frame = f
-	if _, err := ln.conn.Write(f); err != nil {
+	if _, err := c.Write(f); err != nil {
 		select {
 		case <-ln.ended: // the client left after its last ack: nothing was lost
 			return ln.broke()

@@ -301,6 +301,15 @@ func TestShmLaneRefusals(t *testing.T) {
 		l.close()
 		ends(st, codes.Canceled, "closed the stream's shared-memory lane")
 	})
+	t.Run("half-closed before attaching", func(t *testing.T) {
+		st, _ := laneStream(t, ctx, addr, shm(true))
+		if err := st.CloseSend(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.Recv(); err != io.EOF {
+			t.Fatalf("stream ended with %v, want OK", err)
+		}
+	})
 	t.Run("never attached", func(t *testing.T) {
 		st, _ := laneStream(t, ctx, addr, shm(true))
 		ends(st, codes.DeadlineExceeded, "did not attach")
