@@ -179,16 +179,18 @@ func (t laneTransport) describe(h *pb.StreamHeader) {
 	h.Shm.Lane = true
 }
 
+// send writes b's frame; msg (made without indices and labels, see
+// batchMessage) gives what follows it.
 func (t laneTransport) send(msg *pb.Batch, b *loader.Batch) error {
 	ln := t.ss.lane
-	n := len(msg.Indices)
-	if len(msg.Labels) != n {
-		return status.Errorf(codes.Internal, "loaderd: batch %d has %d labels for %d samples", msg.Seq, len(msg.Labels), n)
+	n := b.Len()
+	if len(b.Labels) != n {
+		return status.Errorf(codes.Internal, "loaderd: batch %d has %d labels for %d samples", msg.Seq, len(b.Labels), n)
 	}
 	// What the frame does not carry goes as a Batch message after it.
 	hdr := laneHeader{seq: msg.Seq, epoch: msg.Epoch, index: msg.BatchIndex, n: n,
 		slot: uint32(b.Slot.Index()), gen: b.Slot.Gen(), offset: int64(b.Slot.Offset()), length: int64(len(b.Data))}
-	msg.Seq, msg.Epoch, msg.BatchIndex, msg.Indices, msg.Labels = 0, 0, 0, nil, nil
+	msg.Seq, msg.Epoch, msg.BatchIndex = 0, 0, 0
 	msg.Dtype, msg.Layout, msg.Shape = 0, 0, nil
 	var extra []byte
 	if proto.Size(msg) > 0 {

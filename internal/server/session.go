@@ -319,7 +319,7 @@ func (ss *session) run(ctx context.Context) error {
 		ss.m.busy.Observe(b.Busy().Seconds())
 		// A fresh message per send: gRPC may read a sent message lazily
 		// (stats handlers), and b's slices are reused once it is released.
-		msg := batchMessage(ss.p, b)
+		msg := batchMessage(ss.p, b, ss.lane == nil) // a lane frame carries b's own
 		next, n := ss.l.After(b), b.Len()
 		ss.track(msg.Seq, b, ss.tr.heldUntilAck())
 		// From here b belongs to the transport: gRPC or the client's ack.
@@ -335,14 +335,17 @@ func (ss *session) run(ctx context.Context) error {
 	}
 }
 
-// batchMessage describes b; the transport adds the tensor.
-func batchMessage(p *plan, b *loader.Batch) *pb.Batch {
+// batchMessage describes b; the transport adds the tensor. With ids it
+// carries copies of b's indices and labels.
+func batchMessage(p *plan, b *loader.Batch, ids bool) *pb.Batch {
 	out := p.pipe.Out()
 	sh := out.Shape()
 	msg := &pb.Batch{Seq: uint64(b.Seq), Epoch: b.Epoch, BatchIndex: b.Index,
-		Indices: append([]int64(nil), b.Indices...), Labels: append([]int32(nil), b.Labels...),
 		Dtype: pb.DType(out.DType), Layout: pb.Layout(out.Layout),
 		Shape: []int64{int64(b.Len()), int64(sh[0]), int64(sh[1]), int64(sh[2])}}
+	if ids {
+		msg.Indices, msg.Labels = append([]int64(nil), b.Indices...), append([]int32(nil), b.Labels...)
+	}
 	if b.Params != nil {
 		msg.Params = paramsMessage(p.pipe, b.Params)
 	}

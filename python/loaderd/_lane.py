@@ -61,6 +61,7 @@ class Lane:
         # a read that finds frames buffered needs no new ones yet.
         self._acks = []
         self._flush_at = max(1, window // 2)
+        self.ended = False  # the end frame was read
         self.closed = False
 
     def _fill(self, need):
@@ -88,13 +89,16 @@ class Lane:
 
     def next(self):
         """The next Frame; END after the stream finished with every batch
-        acked; None when the daemon closed the lane without the end (the
-        stream failed: its status says why)."""
+        acked (and at every call after); None when the daemon closed the
+        lane without the end (the stream failed: its status says why)."""
+        if self.ended:
+            return END
         if not self._fill(_HEAD.size):
             return None
         kind, n, seq, epoch, index, slot, extra, _gen, offset, length = _HEAD.unpack_from(self._buf, self._start)
         if kind == END:
             self._start += _HEAD.size
+            self.ended = True
             return END
         if kind != BATCH or not 0 < n <= self._max_n or extra > self._max_extra:
             raise ProtocolError(f"loaderd: lane frame of kind {kind} with {n} samples and {extra} bytes more "

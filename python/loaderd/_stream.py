@@ -227,7 +227,6 @@ class Session:
         self.region = None
         self._ring = None
         self._lane = None  # the stream's lane, when the daemon agreed to one (_lane)
-        self._lane_end = False
         if open_msg.transport == pb.TRANSPORT_SHM and address.unix_path and _lane.enabled():
             open_msg.shm_lane = True
         self._call = stub.Stream(_requests(open_msg, self._acks, self._done))
@@ -257,9 +256,6 @@ class Session:
             self.dtype = DTYPES[h.dtype]
             self._esize = torch.empty((), dtype=self.dtype).element_size()
             self.sample_shape = tuple(int(d) for d in h.sample_shape)
-            self._sample_elems = 1
-            for d in self.sample_shape:
-                self._sample_elems *= d
             self.window = max(1, int(h.max_in_flight))
             # Whether a lane frame's batch needs its serialized rest (_next_lane).
             self._needs_extra = bool(h.batch_mix or h.multi_label or len(h.field_names))
@@ -337,8 +333,6 @@ class Session:
                             "release one (raise prefetch, or hold fewer)")
         t0 = time.monotonic_ns()
         if self._lane is not None and self.region is not None:
-            if self._lane_end:
-                return None
             return self._next_lane(self._lane, self.region, t0)
         try:
             reply, late = self._reply()
@@ -415,7 +409,6 @@ class Session:
         """next() on a stream whose batches come over the lane."""
         f = lane.next()
         if f is _lane.END:
-            self._lane_end = True
             return None
         if f is None:  # the lane closed without its end: the stream's status says why
             self._let_go()
@@ -430,7 +423,7 @@ class Session:
         rec = _Rec(f.seq, time.monotonic_ns() - t0)
         self._recs[f.seq] = rec
         shape = (f.n,) + self.sample_shape
-        want = self._esize * f.n * self._sample_elems
+        want = f.n * int(self.header.sample_bytes)
         images = self._shm_images(region, rec, f.slot, f.offset, f.length, want, shape)
         if f.extra is None and self._values is None and not self._needs_extra:
             return Batch(self, f.seq, f.epoch, f.index, images, f.labels, f.indices, None)

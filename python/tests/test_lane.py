@@ -77,7 +77,7 @@ def test_lane_frames_however_split(chunk):
         lane = _lane.Lane(b, max_n=8, max_extra=1 << 20)
         got = [lane.next() for _ in range(3)]
         assert lane.next() is _lane.END
-        assert lane.next() is None  # EOF after the end
+        assert lane.next() is _lane.END  # the end stays, though EOF follows it
         t.join()
     for f, n in zip(got, (5, 3, 1)):
         assert (f.n, f.epoch, f.index, f.slot, f.offset, f.length) == (n, 7, f.seq, 3, 4096 * f.seq, 12 * n)
