@@ -167,11 +167,15 @@ class PoolSession:
             length *= d
         if len(a.data) != length:
             raise ProtocolError(f"loaderd: pool daemon {daemon} sent batch {k} of {len(a.data)} bytes, want {length}")
-        buf = self._bufs[k] = self._ring.take()
-        ctypes.memmove(buf.addr, np.frombuffer(a.data, dtype=np.uint8).ctypes.data, length)
-        images = buf.view(length, self.dtype, shape)
-        if self._values is not None:
-            images = self._values(images)
+        if self._values is not None and self._values.reads_bytes:
+            # Mapped on the CPU straight from gRPC's bytes: no copy first.
+            images = self._values(np.frombuffer(a.data, dtype=np.uint8, count=length).reshape(shape))
+        else:
+            buf = self._bufs[k] = self._ring.take()
+            ctypes.memmove(buf.addr, np.frombuffer(a.data, dtype=np.uint8).ctypes.data, length)
+            images = buf.view(length, self.dtype, shape)
+            if self._values is not None:
+                images = self._values(images)
         params = params_of(a.params) if a.params is not None else None
         labels = _long(a.labels)
         mix, soft = mix_of(self.header, a.mix, labels, images.device)

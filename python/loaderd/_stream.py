@@ -10,6 +10,7 @@ import weakref
 from typing import Any, List, Optional, Tuple
 
 import grpc
+import numpy as np
 import torch
 
 from . import _lane, _values
@@ -371,9 +372,13 @@ class Session:
         elif which == "data" and self._ring is not None and self.region is None:
             if len(b.data) != length:
                 raise ProtocolError(f"loaderd: batch {b.seq} carries {len(b.data)} bytes, want {length}")
-            buf = self._bufs[b.seq] = self._ring.take()
-            ctypes.memmove(buf.addr, b.data, length)
-            images = buf.view(length, self.dtype, shape)
+            if self._values is not None and self._values.reads_bytes:
+                # Mapped on the CPU straight from the message's bytes (_batch).
+                images = np.frombuffer(b.data, dtype=np.uint8, count=length).reshape(shape)
+            else:
+                buf = self._bufs[b.seq] = self._ring.take()
+                ctypes.memmove(buf.addr, b.data, length)
+                images = buf.view(length, self.dtype, shape)
         else:
             raise ProtocolError(f"loaderd: batch {b.seq} carries {which or 'no tensor'} on a "
                                 f"{'shm' if self.region is not None else 'inline'} stream")

@@ -55,6 +55,33 @@ def test_normalize_on_cpu_is_exact(open_dataset, monkeypatch, path, transport, n
     mine.close()
 
 
+@pytest.mark.parametrize("transport", ["shm", "inline"])
+def test_normalize_on_cpu_reuses_buffers_no_view_holds(open_dataset, transport):
+    """On a CPU the mapped batches come from a ring of buffers: one a
+    tensor (or a view of it) still holds keeps its values while later
+    batches arrive, and the ring stays small when the caller lets go."""
+    kw = dict(augment="crop=32:4,flip=0.5,normalize=cifar10", dtype="f32", transport=transport, batch_size=100)
+    it = open_dataset(normalize_on="cpu", **kw).batches()
+    ref = open_dataset(**kw).batches()
+    kept, kept_view = None, None
+    for n, (a, b) in enumerate(zip(ref, it)):
+        assert torch.equal(bits(b.images), bits(a.images)), f"batch {n}"
+        if n == 0:
+            kept, want = b.images, b.images.clone()
+        if n == 1:
+            kept_view, want_view = b.images[3:5], b.images[3:5].clone()
+        b.release()
+        del a, b
+        if n == 11:
+            break
+    assert torch.equal(kept, want), "a buffer was reused under a tensor the caller holds"
+    assert torch.equal(kept_view, want_view), "a buffer was reused under a view the caller holds"
+    ring = it._session._values._out
+    assert ring is not None and ring.allocated <= 5, f"{ring.allocated} buffers for 12 batches: none was reused"
+    it.close()
+    ref.close()
+
+
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA")
 def test_normalize_on_cuda_is_exact(open_dataset):
     kw = dict(augment="crop=32:4,flip=0.5,normalize=cifar10", dtype="bf16", batch_size=100, pin=True)
