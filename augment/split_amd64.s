@@ -148,3 +148,70 @@ rstep:
 	JNZ  rstep
 	NEXTROW(rrow)
 	RET
+
+// func split16(d0, d1, d2, s *byte, masks *[9][16]byte, rows, steps, dstride, sstride, sstep int)
+// HWC → CHW for uint8 output, whose tables are the identity: sixteen
+// pixels (48 bytes, three X loads) per step, each plane's sixteen bytes
+// gathered from the three with VPSHUFB and ORed. masks[3c+r] picks plane
+// c's bytes out of load r (0x80 elsewhere); split8Masks builds them, for
+// a forward row and a mirrored one. The source moves sstep bytes per step
+// (+48, or -48 when mirrored: s is then the row's last sixteen pixels),
+// the outputs sixteen.
+TEXT ·split16(SB), NOSPLIT, $0-80
+	MOVQ    d0+0(FP), R9
+	MOVQ    d1+8(FP), R10
+	MOVQ    d2+16(FP), R11
+	MOVQ    s+24(FP), R12
+	MOVQ    masks+32(FP), R8
+	MOVQ    rows+40(FP), R13
+	MOVQ    sstep+72(FP), BX
+	VMOVDQU 0(R8), X3
+	VMOVDQU 16(R8), X4
+	VMOVDQU 32(R8), X5
+	VMOVDQU 48(R8), X6
+	VMOVDQU 64(R8), X7
+	VMOVDQU 80(R8), X8
+	VMOVDQU 96(R8), X9
+	VMOVDQU 112(R8), X10
+	VMOVDQU 128(R8), X11
+
+brow:
+	MOVQ R12, R15
+	XORQ DI, DI
+	MOVQ steps+48(FP), R14
+
+bstep:
+	VMOVDQU 0(R15), X0
+	VMOVDQU 16(R15), X1
+	VMOVDQU 32(R15), X2
+	VPSHUFB X3, X0, X12
+	VPSHUFB X4, X1, X13
+	VPOR    X13, X12, X12
+	VPSHUFB X5, X2, X13
+	VPOR    X13, X12, X12
+	VMOVDQU X12, (R9)(DI*1)
+	VPSHUFB X6, X0, X12
+	VPSHUFB X7, X1, X13
+	VPOR    X13, X12, X12
+	VPSHUFB X8, X2, X13
+	VPOR    X13, X12, X12
+	VMOVDQU X12, (R10)(DI*1)
+	VPSHUFB X9, X0, X12
+	VPSHUFB X10, X1, X13
+	VPOR    X13, X12, X12
+	VPSHUFB X11, X2, X13
+	VPOR    X13, X12, X12
+	VMOVDQU X12, (R11)(DI*1)
+	ADDQ    $16, DI
+	ADDQ    BX, R15
+	DECQ    R14
+	JNZ     bstep
+
+	MOVQ dstride+56(FP), AX
+	ADDQ AX, R9
+	ADDQ AX, R10
+	ADDQ AX, R11
+	ADDQ sstride+64(FP), R12
+	DECQ R13
+	JNZ  brow
+	RET

@@ -92,6 +92,105 @@ func TestSplitSIMDMatchesGo(t *testing.T) {
 	}
 }
 
+// TestSplit8SIMDMatchesGo holds split16 (through splitRows8) to
+// splitFwd/splitRev with identity tables, as TestSplitSIMDMatchesGo does
+// the f32 kernel: every width 0..70 (all tails, rows with no whole step),
+// 224 and odd widths, both flips, strided rows, guard pages.
+func TestSplit8SIMDMatchesGo(t *testing.T) {
+	if !haveSplitSIMD {
+		t.Skip("no SIMD split on this machine (amd64 with AVX)")
+	}
+	type tc struct{ n, rows, dw, dow, x0 int }
+	var cases []tc
+	for n := range 71 {
+		cases = append(cases, tc{n, 3, 0, 0, 0}, tc{n, 2, 5, 3, 1}, tc{n, 1, 0, 0, 2})
+	}
+	for _, n := range []int{224, 223, 225, 97, 129, 255} {
+		cases = append(cases, tc{n, 4, 0, 0, 0}, tc{n, 5, 31, 7, 3})
+	}
+	cases = append(cases, tc{224, 224, 0, 0, 0})
+	var lut [3][256]uint8
+	for ch := range lut {
+		for i := range lut[ch] {
+			lut[ch][i] = uint8(i)
+		}
+	}
+	r := rand.New(rand.NewPCG(9, 10))
+	for _, c := range cases {
+		for _, flip := range []bool{false, true} {
+			g := geom{rows: c.rows, n: c.n, w: c.n + c.dw, ow: c.n + c.dow, flip: flip}
+			src := guarded(t, 3*(c.x0+(c.rows-1)*g.w+c.n))
+			for i := range src {
+				src[i] = byte(r.Uint32())
+			}
+			s := pixels(src)[c.x0:]
+			plane := (c.rows-1)*g.ow + c.n
+			var got, want [3][]uint8
+			for ch := range 3 {
+				got[ch], want[ch] = make([]uint8, plane), make([]uint8, plane)
+				for i := range plane {
+					got[ch][i], want[ch][i] = 0xa5, 0xa5
+				}
+			}
+			splitRows8(got[0], got[1], got[2], s, &lut, &g)
+			if flip {
+				splitRev(want[0], want[1], want[2], s, &lut, &g)
+			} else {
+				splitFwd(want[0], want[1], want[2], s, &lut, &g)
+			}
+			for ch := range 3 {
+				for i := range plane {
+					if got[ch][i] != want[ch][i] {
+						t.Fatalf("%+v flip=%v: channel %d row %d pixel %d: got %#x, want %#x",
+							c, flip, ch, i/g.ow, i%g.ow, got[ch][i], want[ch][i])
+					}
+				}
+			}
+		}
+	}
+}
+
+// BenchmarkSplit8 is one 224×224 HWC → CHW u8 image (what crosses hosts
+// for normalize_on) through the Go loops and the assembly.
+func BenchmarkSplit8(b *testing.B) {
+	const n = 224
+	r := rand.New(rand.NewPCG(7, 8))
+	src := make([]byte, 3*n*n)
+	for i := range src {
+		src[i] = byte(r.Uint32())
+	}
+	var lut [3][256]uint8
+	for ch := range lut {
+		for i := range lut[ch] {
+			lut[ch][i] = uint8(i)
+		}
+	}
+	d := make([]uint8, 3*n*n)
+	d0, d1, d2, s := d[:n*n], d[n*n:2*n*n], d[2*n*n:], pixels(src)
+	for _, impl := range []string{"go", "asm"} {
+		for _, flip := range []bool{false, true} {
+			b.Run(fmt.Sprintf("impl=%s/flip=%v", impl, flip), func(b *testing.B) {
+				if impl == "asm" && !haveSplitSIMD {
+					b.Skip("no AVX")
+				}
+				g := geom{rows: n, n: n, w: n, ow: n, flip: flip}
+				b.SetBytes(int64(len(d)))
+				b.ReportAllocs()
+				for b.Loop() {
+					switch {
+					case impl == "asm":
+						splitRows8(d0, d1, d2, s, &lut, &g)
+					case flip:
+						splitRev(d0, d1, d2, s, &lut, &g)
+					default:
+						splitFwd(d0, d1, d2, s, &lut, &g)
+					}
+				}
+			})
+		}
+	}
+}
+
 // BenchmarkSplit is one 224×224 HWC → CHW f32 image (the ImageNet case)
 // through the Go loops and the assembly; bytes are the output's.
 func BenchmarkSplit(b *testing.B) {
