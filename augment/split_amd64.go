@@ -37,16 +37,7 @@ func splitRows32(d0, d1, d2 []uint32, s [][3]byte, lut *[3][256]uint32, g *geom)
 			split4Fwd(&d0[0], &d1[0], &d2[0], &s[0][0], lut, rows, q/4, 4*ow, 3*w)
 		}
 	}
-	if q == n {
-		return
-	}
-	t := *g
-	t.n = n - q
-	if g.flip { // outputs q.. are source pixels n-1-q down to 0
-		splitRev(d0[q:], d1[q:], d2[q:], s, lut, &t)
-	} else {
-		splitFwd(d0[q:], d1[q:], d2[q:], s[q:], lut, &t)
-	}
+	splitTail(d0, d1, d2, s, lut, g, q)
 }
 
 // split16 is split4Fwd/split4Rev for uint8 output with identity tables:
@@ -98,11 +89,17 @@ func splitRows8(d0, d1, d2 []byte, s [][3]byte, lut *[3][256]uint8, g *geom) {
 			split16(&d0[0], &d1[0], &d2[0], &s[0][0], &split8Masks[0], rows, q/16, ow, 3*w, 48)
 		}
 	}
-	if q == n {
+	splitTail(d0, d1, d2, s, lut, g, q)
+}
+
+// splitTail runs the Go loops on each row's outputs from q on, which the
+// assembly left.
+func splitTail[T elem](d0, d1, d2 []T, s [][3]byte, lut *[3][256]T, g *geom, q int) {
+	if q == g.n {
 		return
 	}
 	t := *g
-	t.n = n - q
+	t.n = g.n - q
 	if g.flip { // outputs q.. are source pixels n-1-q down to 0
 		splitRev(d0[q:], d1[q:], d2[q:], s, lut, &t)
 	} else {
