@@ -17,8 +17,8 @@ whose division rounds otherwise), the gather stays."""
 
 import itertools
 import sys
-from typing import Any
 import warnings
+from typing import Any
 
 import numpy as np
 import torch
