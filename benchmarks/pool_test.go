@@ -104,10 +104,10 @@ func BenchmarkPool(b *testing.B) {
 // one side work only during that side's turn.
 func benchPoolTurns(b *testing.B, one, two *client.Client) {
 	const poolTurn, drain, settle = 24, 16, 1500 * time.Millisecond
-	s1, next1 := openPoolStream(b, one)
-	s2, next2 := openPoolStream(b, two)
+	s1, s2 := openPoolStream(b, one), openPoolStream(b, two)
 	defer s1.Close()
 	defer s2.Close()
+	next1, next2 := func() { poolStep(b, s1, nil) }, func() { poolStep(b, s2, nil) }
 	turn := func(next func()) (time.Duration, time.Duration) {
 		time.Sleep(settle)
 		for range drain {
@@ -163,15 +163,14 @@ func pin(b *testing.B, pid, core int) {
 // poolBatch is the batch size of the pool benchmarks.
 const poolBatch = 32
 
-// openPoolStream opens the benchmarks' stream (uint8 with the value table)
-// and returns it with a step that reads and releases one batch.
-func openPoolStream(b *testing.B, cl *client.Client) (*client.Stream, func()) {
+// openPoolStream opens the benchmarks' stream (uint8 with the value table).
+func openPoolStream(b *testing.B, cl *client.Client) *client.Stream {
 	s, err := cl.Open(context.Background(), client.StreamConfig{Dataset: "large", BatchSize: poolBatch, Seed: 1,
 		ValuesOnClient: true, Augment: "random_resized_crop=224,flip=0.5,normalize=imagenet,out=f32:chw"})
 	if err != nil {
 		b.Fatal(err)
 	}
-	return s, func() { poolStep(b, s, nil) }
+	return s
 }
 
 // poolStep reads one batch of s and releases it, first applying its
@@ -195,12 +194,11 @@ func poolStep(b *testing.B, s *client.Stream, dst *[]byte) {
 // benchPool reads b.N batches, with values applying the value tables into
 // an f32 buffer, and returns the rate and this process's CPU per image.
 func benchPool(b *testing.B, cl *client.Client, values bool) (rate, cpuMicros float64) {
-	s, _ := openPoolStream(b, cl)
+	s := openPoolStream(b, cl)
 	defer s.Close()
-	var buf []byte
-	dst := &buf
-	if !values {
-		dst = nil
+	var dst *[]byte // the f32 buffer Values reuses, with values
+	if values {
+		dst = new([]byte)
 	}
 	for range 4 { // the daemons' first batches, before the clock
 		poolStep(b, s, dst)

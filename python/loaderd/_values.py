@@ -16,6 +16,7 @@ the gather on every batch; where none fits (another op order, a device
 whose division rounds otherwise), the gather stays."""
 
 import itertools
+import math
 import sys
 import warnings
 from typing import Any
@@ -76,7 +77,7 @@ class Values:
         # zeroed and faulted in, a tenth of the trainer's CPU across hosts.
         self._out = None
         if dev.type == "cpu" and self.affine is not None and dtype == torch.float32:
-            self._out = Ring(int(header.batch_size) * _elems(shape) * 4, pin=False)
+            self._out = Ring(int(header.batch_size) * math.prod(shape) * 4, pin=False)
 
     @property
     def reads_bytes(self):
@@ -90,7 +91,7 @@ class Values:
         mapped, on the device."""
         if self._out is not None:
             buf = self._out.take()
-            out = buf.view(_elems(images.shape) * 4, torch.float32, tuple(images.shape))
+            out = buf.view(math.prod(images.shape) * 4, torch.float32, tuple(images.shape))
             # Given back at once: take() hands it out again only once every
             # view of it, out's included, is gone.
             self._out.give(buf)
@@ -182,13 +183,6 @@ class Affine:
             got = got.permute(0, 3, 1, 2)
         ok = torch.equal(_bits(got.reshape(c, 256).cpu()), _bits(table.cpu()))
         return aff if ok else None
-
-
-def _elems(shape):
-    n = 1
-    for d in shape:
-        n *= int(d)
-    return n
 
 
 def _near(x, k=4):
